@@ -1,0 +1,158 @@
+"""The ``dpbench`` command line: run, validate, list, status.
+
+Exit codes: 0 success; 1 a run finished with failed cells; 2 bad input (suite, profile, store
+path, options) — in that case nothing was written.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import warnings
+from collections.abc import Sequence
+
+from ._version import __version__
+from .errors import UserInputError
+
+EXIT_OK, EXIT_FAILED_CELLS, EXIT_USAGE = 0, 1, 2
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:  # argparse already exits 2; keep its message short
+        self.print_usage(sys.stderr)
+        self.exit(EXIT_USAGE, f"{self.prog}: error: {message}\n")
+
+
+def _build_parser() -> argparse.ArgumentParser:
+    p = _Parser(prog="dpbench", description="Benchmark differentially private convex optimisation "
+                "against the rates its papers prove.")
+    p.add_argument("--version", action="version", version=f"dpbench {__version__}")
+    sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
+
+    r = sub.add_parser("run", help="run or resume a suite into a zarr store")
+    r.add_argument("suite", help="suite YAML file")
+    r.add_argument("--store", required=True, help="zarr store directory (created or resumed)")
+    r.add_argument("--workers", type=int, default=None,
+                   help="LocalCluster worker processes (default: one per core; 0 = inline, no dask)")
+    r.add_argument("--scheduler", default=None, help="address of a running dask scheduler")
+    r.add_argument("--cluster", default=None, metavar="PROFILE.yaml", help="cluster profile file")
+    r.add_argument("--restart", action="store_true",
+                   help="discard an existing store whose suite changed and start over")
+    r.add_argument("--no-retry-failed", action="store_true",
+                   help="on resume, leave failed cells as they are")
+    r.add_argument("--quiet", action="store_true", help="no progress bar or tables")
+
+    v = sub.add_parser("validate", help="check a suite without running anything")
+    v.add_argument("suite")
+
+    ls = sub.add_parser("list", help="registered algorithms and problems")
+    ls.add_argument("kind", nargs="?", choices=("algorithms", "problems"), default=None)
+
+    s = sub.add_parser("status", help="progress of a store")
+    s.add_argument("store")
+    s.add_argument("--failures", type=int, default=5, help="show up to N failure messages")
+    return p
+
+
+def _cmd_run(args: argparse.Namespace) -> int:
+    from .runner import run_suite
+    from .suite import load_suite
+    from .tables import print_tables, results_table
+
+    suite = load_suite(args.suite)
+    summary = run_suite(suite, args.store, scheduler=args.scheduler, profile=args.cluster,
+                        workers=args.workers, restart=args.restart,
+                        retry_failed=not args.no_retry_failed, progress=not args.quiet)
+    if not args.quiet:
+        print_tables(*(results_table(args.store, e.name) for e in suite.experiments))
+    total = {k: sum(getattr(c, k) for c in summary.counts.values())
+             for k in ("total", "done", "failed", "not_applicable", "pending")}
+    print(f"store: {summary.store}")
+    print(f"backend: {summary.backend}; {summary.computed} cells computed in "
+          f"{summary.seconds:.1f} s; totals: {total['done']} done, {total['failed']} failed, "
+          f"{total['not_applicable']} not applicable, {total['pending']} pending "
+          f"of {total['total']}")
+    return EXIT_OK if total["failed"] == 0 and total["pending"] == 0 else EXIT_FAILED_CELLS
+
+
+def _cmd_validate(args: argparse.Namespace) -> int:
+    from .suite import load_suite
+
+    suite = load_suite(args.suite)
+    print(f"{args.suite}: OK — suite {suite.name!r}, {len(suite.experiments)} experiment(s), "
+          f"{suite.n_cells} cells")
+    for e in suite.experiments:
+        shape = " x ".join(f"{d}={s}" for d, s in zip(e.dims, e.shape))
+        print(f"  {e.name}: {shape}")
+    return EXIT_OK
+
+
+def _cmd_list(args: argparse.Namespace) -> int:
+    from rich.table import Table
+
+    from . import registry
+    from .tables import print_tables
+
+    tables = []
+    if args.kind in (None, "algorithms"):
+        t = Table(title="algorithms")
+        for col in ("name", "privacy", "requires", "parameters", "citation"):
+            t.add_column(col)
+        for name, cls in sorted(registry.available("algorithms").items()):
+            params = ", ".join(f"{k}={v.default!r}" for k, v in cls.params.items())
+            t.add_row(name, cls.privacy, ", ".join(cls.requires), params, cls.citation)
+        tables.append(t)
+    if args.kind in (None, "problems"):
+        t = Table(title="problems")
+        for col in ("name", "L", "Delta", "beta", "diameter", "population", "parameters", "citation"):
+            t.add_column(col)
+        for name, cls in sorted(registry.available("problems").items()):
+            try:
+                c = cls().constants()
+                consts = [f"{c['L']:g}", f"{c['Delta']:g}", f"{c['beta']:g}", f"{c['D']:g}"]
+            except Exception as exc:  # a plugin whose defaults cannot be built still gets listed
+                consts = [f"({type(exc).__name__})"] * 4
+            params = ", ".join(f"{k}={v.default!r}" for k, v in cls.params.items())
+            t.add_row(name, *consts, "yes" if cls.has_population else "no", params, cls.citation)
+        tables.append(t)
+    print_tables(*tables)
+    return EXIT_OK
+
+
+def _cmd_status(args: argparse.Namespace) -> int:
+    from .store import Store
+    from .tables import print_tables, status_table
+
+    store = Store.open(args.store)
+    print_tables(status_table(store))
+    for name in store.experiments():
+        for coords, msg in store.failures(name, args.failures):
+            where = ", ".join(f"{k}={v}" for k, v in coords.items())
+            print(f"failed [{name}] {where}: {msg}")
+    return EXIT_OK
+
+
+def _show_warning(message: Warning | str, category: type[Warning], filename: str, lineno: int,
+                  file: object = None, line: str | None = None) -> None:
+    print(f"dpbench: {category.__name__}: {message}", file=sys.stderr)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = _build_parser().parse_args(argv)
+    handler = {"run": _cmd_run, "validate": _cmd_validate, "list": _cmd_list,
+               "status": _cmd_status}[args.command]
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("default")
+            warnings.showwarning = _show_warning
+            return handler(args)
+    except UserInputError as exc:
+        print(f"dpbench {args.command}: error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    except KeyboardInterrupt:
+        print("dpbench: interrupted; run the same command again to resume", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,144 @@
+"""Worker side: compute the cells of a task. Runs on dask workers (or in-process).
+
+Every cell is deterministic given its identity (dataset stream and mechanism stream, see
+:mod:`dpbench.seeding`), so a task that dask runs twice returns identical values. A cell that
+raises, returns a non-finite value or exceeds its time limit becomes a *failed* cell with its
+error message; the other cells of the task are unaffected.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+import traceback
+from collections import OrderedDict
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+from threadpoolctl import threadpool_limits
+
+from .deadline import time_limit
+from .errors import CellTimeout, NotApplicable
+from .plan import ChunkSpec, TaskSpec
+from .problem import Dataset, Optimum, Problem
+from .seeding import data_identity, make_rng, mechanism_identity, stable_hash
+
+PENDING, DONE, FAILED, NOT_APPLICABLE = 0, 1, 2, 3
+STATUS_NAMES = {PENDING: "pending", DONE: "done", FAILED: "failed", NOT_APPLICABLE: "not applicable"}
+
+#: Float result variables of the cube, in order. ``wall_time_s`` is the only one that is not
+#: deterministic (it measures time).
+FLOAT_VARS = (
+    "excess_risk", "population_excess_risk", "optimum_gap", "wall_time_s", "grad_queries",
+    "func_queries", "iterations", "epsilon_spent", "delta_spent",
+)
+NONDETERMINISTIC_VARS = ("wall_time_s",)
+MAX_ERROR_CHARS = 2000
+
+
+@dataclass
+class ChunkResult:
+    experiment: str
+    index: tuple[int, ...]
+    seeds: tuple[int, ...]
+    fresh: bool
+    values: dict[str, np.ndarray]
+    status: np.ndarray
+    errors: list[str] = field(default_factory=list)
+
+
+@dataclass
+class TaskResult:
+    key: str
+    chunks: list[ChunkResult]
+    host: str = ""
+
+
+_DATA_CACHE: OrderedDict[str, tuple[Dataset, Optimum]] = OrderedDict()
+_DATA_CACHE_SIZE = 64
+
+
+def dataset_and_optimum(problem: Problem, data_id: dict[str, Any], root_seed: int,
+                        ) -> tuple[Dataset, Optimum]:
+    """The dataset of a cell and its certified optimum, cached per worker process.
+
+    Every algorithm and every (ε, δ) at the same (problem, n, p, seed) share one dataset, so the
+    cache avoids regenerating and re-solving it.
+    """
+    key = stable_hash([data_id, root_seed, problem.version])
+    hit = _DATA_CACHE.get(key)
+    if hit is not None:
+        _DATA_CACHE.move_to_end(key)
+        return hit
+    data = problem.generate(int(data_id["n"]), int(data_id["p"]), make_rng(data_id, root_seed))
+    opt = problem.solve(data)
+    _DATA_CACHE[key] = (data, opt)
+    if len(_DATA_CACHE) > _DATA_CACHE_SIZE:
+        _DATA_CACHE.popitem(last=False)
+    return data, opt
+
+
+def _error_text(exc: BaseException) -> str:
+    tb = traceback.extract_tb(exc.__traceback__)
+    where = f" (at {tb[-1].filename.rsplit('/', 1)[-1]}:{tb[-1].lineno})" if tb else ""
+    return f"{type(exc).__name__}: {exc}{where}"[:MAX_ERROR_CHARS]
+
+
+def run_chunk(chunk: ChunkSpec) -> ChunkResult:
+    """Compute the requested seeds of one chunk."""
+    k = len(chunk.seeds)
+    values = {v: np.full(k, np.nan) for v in FLOAT_VARS}
+    status = np.full(k, FAILED, dtype=np.uint8)
+    errors = [""] * k
+    problem = chunk.problem_cls(**chunk.problem_params)
+    algorithm = chunk.algorithm_cls(**chunk.algorithm_params)
+    n, p = int(chunk.point["n"]), int(chunk.point["p"])
+    eps, delta = float(chunk.point["epsilon"]), float(chunk.point["delta"])
+    for j, seed in enumerate(chunk.seeds):
+        data_id = data_identity(chunk.problem_name, chunk.problem_params, n, p, seed)
+        try:
+            data, opt = dataset_and_optimum(problem, data_id, chunk.root_seed)
+            rng = make_rng(mechanism_identity(chunk.algorithm_name, chunk.algorithm_params,
+                                              data_id, chunk.point), chunk.root_seed)
+            t0 = time.perf_counter()
+            with time_limit(chunk.timeout_s):
+                rel = algorithm.release(data, problem, epsilon=eps, delta=delta, rng=rng)
+            wall = time.perf_counter() - t0
+            if chunk.timeout_s is not None and wall > chunk.timeout_s:
+                raise CellTimeout(f"cell took {wall:.3g} s, over its time limit of "
+                                  f"{chunk.timeout_s:g} s")
+            excess = problem.risk(rel.theta, data) - opt.value
+            pop = problem.population_excess(rel.theta, p) if problem.has_population else math.nan
+            if not math.isfinite(excess) or (problem.has_population and not math.isfinite(pop)):
+                raise FloatingPointError(f"non-finite result: excess={excess!r}, population={pop!r}")
+            row = {
+                "excess_risk": excess, "population_excess_risk": pop, "optimum_gap": opt.gap,
+                "wall_time_s": wall, "grad_queries": rel.grad_queries,
+                "func_queries": rel.func_queries, "iterations": rel.iterations,
+                "epsilon_spent": rel.ledger.epsilon, "delta_spent": rel.ledger.delta,
+            }
+            for name, value in row.items():
+                values[name][j] = float(value)
+            status[j] = DONE
+        except NotApplicable as exc:
+            status[j] = NOT_APPLICABLE
+            errors[j] = str(exc)[:MAX_ERROR_CHARS]
+        except Exception as exc:  # recorded in the cube; the sweep goes on
+            status[j] = FAILED
+            errors[j] = _error_text(exc)
+    return ChunkResult(chunk.experiment, chunk.index, chunk.seeds, chunk.fresh, values, status,
+                       errors)
+
+
+def run_task(task: TaskSpec) -> TaskResult:
+    """Compute a task (one or more whole chunks) with single-threaded BLAS.
+
+    One BLAS thread per task keeps wall times comparable across backends and makes floating-point
+    reductions independent of the machine's core count.
+    """
+    import socket
+
+    with threadpool_limits(1):
+        chunks = [run_chunk(c) for c in task.chunks]
+    return TaskResult(task.key, chunks, socket.gethostname())

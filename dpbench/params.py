@@ -1,0 +1,106 @@
+"""Declared keyword parameters of plugins, in the style of scikit-learn's parameter constraints.
+
+A plugin class lists its parameters as ``params = {"name": Param(default, ...)}``. Instances store
+the values as given (after validation) as attributes of the same name, so ``repr``, pickling and
+the suite fingerprint all see exactly what the user asked for.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from .errors import UserInputError, did_you_mean
+
+
+@dataclass(frozen=True)
+class Param:
+    """One declared parameter.
+
+    Parameters
+    ----------
+    default:
+        Value used when the parameter is not given.
+    kind:
+        ``"float"``, ``"int"``, ``"str"`` or ``"bool"``.
+    choices:
+        Allowed values (for ``str`` parameters); ``None`` means any value of ``kind``.
+    low, high:
+        Inclusive numeric bounds (``None`` for unbounded); ``low_open``/``high_open`` make them strict.
+    doc:
+        One-line description shown by ``dpbench list``.
+    """
+
+    default: Any
+    kind: str = "float"
+    choices: tuple[Any, ...] | None = None
+    low: float | None = None
+    high: float | None = None
+    low_open: bool = False
+    high_open: bool = False
+    doc: str = ""
+
+    def describe(self) -> str:
+        """Human-readable description of the allowed values."""
+        if self.choices is not None:
+            return "one of " + ", ".join(repr(c) for c in self.choices)
+        if self.kind in ("float", "int"):
+            lo = "-inf" if self.low is None else repr(self.low)
+            hi = "inf" if self.high is None else repr(self.high)
+            lb = "(" if (self.low is None or self.low_open) else "["
+            rb = ")" if (self.high is None or self.high_open) else "]"
+            return f"{'a number' if self.kind == 'float' else 'an integer'} in {lb}{lo}, {hi}{rb}"
+        return f"a {self.kind}"
+
+    def validate(self, owner: str, name: str, value: Any) -> Any:
+        """Return the value converted to the declared kind, or raise a clear ``UserInputError``."""
+        where = f"{owner}: parameter {name!r}"
+        if self.kind == "bool":
+            if not isinstance(value, bool):
+                raise UserInputError(f"{where} must be true or false, got {value!r}")
+            return value
+        if self.kind == "str":
+            if not isinstance(value, str):
+                raise UserInputError(f"{where} must be {self.describe()}, got {value!r}")
+            if self.choices is not None and value not in self.choices:
+                raise UserInputError(
+                    f"{where} must be {self.describe()}, got {value!r}"
+                    + did_you_mean(value, [str(c) for c in self.choices])
+                )
+            return value
+        if isinstance(value, bool) or not isinstance(value, numbers.Real):
+            raise UserInputError(f"{where} must be {self.describe()}, got {value!r}")
+        if self.kind == "int":
+            if float(value) != int(value):
+                raise UserInputError(f"{where} must be {self.describe()}, got {value!r}")
+            value = int(value)
+        else:
+            value = float(value)
+            if math.isnan(value):
+                raise UserInputError(f"{where} must be {self.describe()}, got nan")
+        if self.low is not None and (value < self.low or (self.low_open and value == self.low)):
+            raise UserInputError(f"{where} must be {self.describe()}, got {value!r}")
+        if self.high is not None and (value > self.high or (self.high_open and value == self.high)):
+            raise UserInputError(f"{where} must be {self.describe()}, got {value!r}")
+        if self.choices is not None and value not in self.choices:
+            raise UserInputError(f"{where} must be {self.describe()}, got {value!r}")
+        return value
+
+
+def resolve_params(owner: str, declared: Mapping[str, Param], given: Mapping[str, Any]) -> dict[str, Any]:
+    """Validate ``given`` against ``declared`` and fill defaults; unknown names suggest the closest."""
+    unknown = [k for k in given if k not in declared]
+    if unknown:
+        k = unknown[0]
+        allowed = ", ".join(sorted(declared)) or "(none)"
+        raise UserInputError(
+            f"{owner}: unknown parameter {k!r}{did_you_mean(k, declared)}; allowed: {allowed}"
+        )
+    out: dict[str, Any] = {}
+    for name, spec in declared.items():
+        value = given[name] if name in given else spec.default
+        out[name] = spec.validate(owner, name, value)
+    return out

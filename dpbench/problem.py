@@ -1,0 +1,163 @@
+"""The problem contract: a convex ERM instance family with certified optima.
+
+A problem plugin declares (as class attributes, benchopt-style) its ``name``, ``summary``,
+``citation``, keyword ``params`` and a ``version`` that changes whenever generated data or losses
+change. It implements:
+
+* ``generate(n, p, rng) -> Dataset``: draw a dataset of n records in dimension p from the injected
+  ``numpy.random.Generator`` (never the global RNG);
+* ``loss(theta, data)``: per-example losses, shape (n,);
+* ``grad(theta, data, idx)``: per-example (sub)gradients of the rows ``idx``, shape (len(idx), p);
+* ``solve(data) -> Optimum``: the constrained minimiser of the **average** loss with a certified
+  optimality gap;
+* the declared constants ``lipschitz`` (over the whole data universe, never computed from the data
+  set: that would leak), ``strong_convexity`` (per example), ``smoothness`` (``inf`` when non-smooth)
+  and the ``constraint`` set (projection, membership, **diameter**);
+* optionally ``population_excess(theta, p)`` when a data law is defined (``has_population = True``).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+import numpy as np
+
+from .constraints import ConstraintSet
+from .params import Param, resolve_params
+
+
+@dataclass(frozen=True)
+class Dataset:
+    """A dataset: features ``X`` (n, p) and optional labels ``y`` (n,)."""
+
+    X: np.ndarray
+    y: np.ndarray | None = None
+    meta: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def n(self) -> int:
+        return int(self.X.shape[0])
+
+    @property
+    def p(self) -> int:
+        return int(self.X.shape[1])
+
+    def replace_row(self, i: int, x: np.ndarray, y: float | None = None) -> Dataset:
+        """A replace-one neighbour of this dataset (same n, row ``i`` replaced)."""
+        X = self.X.copy()
+        X[i] = x
+        Y = None
+        if self.y is not None:
+            Y = self.y.copy()
+            Y[i] = y
+        return Dataset(X, Y, dict(self.meta))
+
+
+@dataclass(frozen=True)
+class Optimum:
+    """A certified constrained minimiser of the average loss.
+
+    ``gap`` is a proven upper bound on ``value - min``, on the average scale; ``method`` says how it
+    was certified (closed form, duality gap, Frank–Wolfe gap, LP relaxation).
+    """
+
+    theta: np.ndarray
+    value: float
+    gap: float
+    method: str
+    iterations: int = 0
+
+
+class Problem:
+    """Base class of problem plugins; see the module docstring for the contract."""
+
+    name: ClassVar[str] = ""
+    summary: ClassVar[str] = ""
+    citation: ClassVar[str] = ""
+    version: ClassVar[str] = "1"
+    params: ClassVar[dict[str, Param]] = {}
+    has_population: ClassVar[bool] = False
+
+    def __init__(self, **params: Any) -> None:
+        values = resolve_params(f"problem {self.name!r}", self.params, params)
+        for key, value in values.items():
+            setattr(self, key, value)
+
+    def get_params(self) -> dict[str, Any]:
+        """The parameter values, as stored."""
+        return {k: getattr(self, k) for k in self.params}
+
+    def __repr__(self) -> str:
+        args = ", ".join(f"{k}={v!r}" for k, v in self.get_params().items())
+        return f"{type(self).__name__}({args})"
+
+    def __eq__(self, other: object) -> bool:
+        return type(self) is type(other) and self.get_params() == other.get_params()  # type: ignore[attr-defined]
+
+    def __hash__(self) -> int:
+        return hash((type(self).__name__, tuple(sorted(self.get_params().items()))))
+
+    # --- declared constants -------------------------------------------------------------------
+    @property
+    def constraint(self) -> ConstraintSet:
+        raise NotImplementedError
+
+    @property
+    def lipschitz(self) -> float:
+        """L: a bound on ‖∇ℓ(θ; d)‖ for every θ in C and every d in the data universe."""
+        raise NotImplementedError
+
+    @property
+    def strong_convexity(self) -> float:
+        """Δ: per-example strong convexity (0 when merely convex)."""
+        return 0.0
+
+    @property
+    def smoothness(self) -> float:
+        """β: per-example smoothness (``inf`` for non-smooth losses)."""
+        return math.inf
+
+    def properties(self) -> dict[str, Any]:
+        """Declared properties, matched against an algorithm's requirements."""
+        return {
+            "convex": True,
+            "lipschitz": math.isfinite(self.lipschitz),
+            "strongly_convex": self.strong_convexity > 0,
+            "smooth": math.isfinite(self.smoothness),
+            "L": float(self.lipschitz),
+            "Delta": float(self.strong_convexity),
+            "beta": float(self.smoothness),
+            "D": float(self.constraint.diameter),
+        }
+
+    def constants(self) -> dict[str, float]:
+        """The constants a rate card may refer to: L, D (diameter), Delta, beta."""
+        props = self.properties()
+        return {k: props[k] for k in ("L", "D", "Delta", "beta")}
+
+    # --- data and losses ----------------------------------------------------------------------
+    def generate(self, n: int, p: int, rng: np.random.Generator) -> Dataset:
+        raise NotImplementedError
+
+    def loss(self, theta: np.ndarray, data: Dataset) -> np.ndarray:
+        raise NotImplementedError
+
+    def grad(self, theta: np.ndarray, data: Dataset, idx: np.ndarray | None = None) -> np.ndarray:
+        raise NotImplementedError
+
+    def risk(self, theta: np.ndarray, data: Dataset) -> float:
+        """Average empirical loss L̄(θ) = (1/n) Σ ℓ(θ; d_i)."""
+        return float(np.mean(self.loss(np.asarray(theta, dtype=float), data)))
+
+    def full_grad(self, theta: np.ndarray, data: Dataset) -> np.ndarray:
+        """Gradient of the average loss."""
+        return np.mean(self.grad(theta, data), axis=0)
+
+    def solve(self, data: Dataset) -> Optimum:
+        raise NotImplementedError
+
+    def population_excess(self, theta: np.ndarray, p: int) -> float:
+        """Excess population risk of θ; NaN when the problem defines no data law."""
+        return math.nan

@@ -1,0 +1,153 @@
+"""The synthetic linear-classification law shared by the hinge-SVM and logistic problems.
+
+Law (spec §5, "SVM hinge" row): x is uniform on the sphere of radius ``x_norm`` in Rᵖ,
+y = sign⟨w*, x⟩ with w* = e₁, and each label is flipped independently with probability
+``label_noise``. The law is rotation invariant, and so are the losses (they depend on θ only
+through ⟨θ, x⟩) and the ball C, so a fixed direction w* = e₁ is exactly as hard as any other.
+
+Both problems are margin losses ℓ(θ; x, y) = φ(y⟨θ, x⟩) + (ridge/2)‖θ‖² with |φ'| ≤ 1 on the ball
+of radius R; :class:`MarginLossProblem` implements everything they share (parameters, constants,
+data, losses, gradients, population excess) and asks subclasses for φ, φ' and ``solve``.
+
+Population risk (BST14 Appendix F) has no closed form here, so it is a Monte Carlo estimate on a
+fixed "population sample" of N = ``population_sample`` points drawn from
+``make_rng({"stream": "population", "problem": name, "params": params, "p": p}, root_seed=0)``:
+identical in every process, independent of every data set, cached per process with its certified
+optimum.
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import ClassVar
+
+import numpy as np
+
+from ..constraints import Ball, ConstraintSet
+from ..params import Param
+from ..problem import Dataset, Optimum, Problem
+from ..seeding import make_rng
+
+__all__ = ["LAW_PARAMS", "MarginLossProblem", "draw_linear_law", "population_optimum",
+           "population_sample"]
+
+LAW_PARAMS: dict[str, Param] = {
+    "radius": Param(1.0, low=0.0, low_open=True, doc="radius R of the ball C (diameter 2R)"),
+    "x_norm": Param(1.0, low=0.0, low_open=True, doc="norm of every feature vector x"),
+    "label_noise": Param(0.1, low=0.0, high=0.5, high_open=True,
+                         doc="probability that a label is flipped"),
+    "ridge": Param(0.0, low=0.0, doc="ridge λ added to every example: Δ = λ, L += λR"),
+    "population_sample": Param(20000, kind="int", low=1000,
+                               doc="size N of the fixed Monte Carlo sample for population risk"),
+}
+
+
+def draw_linear_law(n: int, p: int, rng: np.random.Generator, x_norm: float,
+                    label_noise: float) -> Dataset:
+    """n i.i.d. draws (x, y) of the law: x uniform on the x_norm-sphere, y = ±sign(x₁)."""
+    g = rng.standard_normal((n, p))
+    norms = np.linalg.norm(g, axis=1, keepdims=True)
+    X = g * (x_norm / np.maximum(norms, np.finfo(float).tiny))
+    y = np.where(X[:, 0] >= 0, 1.0, -1.0)
+    flips = rng.random(n) < label_noise
+    y[flips] = -y[flips]
+    return Dataset(X, y, {"w_star": "e1", "flipped": int(flips.sum())})
+
+
+def _rows(data: Dataset, idx: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
+    """(X[idx], y[idx]) of a labelled data set (all rows when idx is None)."""
+    if data.y is None:
+        raise ValueError("margin losses need labels: Dataset.y is None")
+    if idx is None:
+        return data.X, data.y
+    idx = np.atleast_1d(idx)
+    return data.X[idx], data.y[idx]
+
+
+class MarginLossProblem(Problem):
+    """ℓ(θ; x, y) = φ(y⟨θ, x⟩) + (ridge/2)‖θ‖² on a ball, data from the linear law.
+
+    Subclasses define ``_phi`` (φ) and ``_dphi`` (φ', with |φ'| ≤ 1) and ``solve``.
+    Constants over the universe ‖x‖ = x_norm, θ ∈ C: L = x_norm + ridge·R, Δ = ridge.
+    """
+
+    has_population: ClassVar[bool] = True
+    params: ClassVar[dict[str, Param]] = LAW_PARAMS
+
+    radius: float
+    x_norm: float
+    label_noise: float
+    ridge: float
+    population_sample: int
+
+    # --- to be provided by subclasses ---------------------------------------------------------
+    @staticmethod
+    def _phi(margins: np.ndarray) -> np.ndarray:
+        raise NotImplementedError
+
+    @staticmethod
+    def _dphi(margins: np.ndarray) -> np.ndarray:
+        raise NotImplementedError
+
+    # --- shared implementation ----------------------------------------------------------------
+    @property
+    def constraint(self) -> ConstraintSet:
+        return Ball(self.radius)
+
+    @property
+    def lipschitz(self) -> float:
+        """L = x_norm + ridge·R: |φ'| ≤ 1, ‖x‖ = x_norm and ‖ridge·θ‖ ≤ ridge·R on C."""
+        return self.x_norm + self.ridge * self.radius
+
+    @property
+    def strong_convexity(self) -> float:
+        return self.ridge
+
+    def generate(self, n: int, p: int, rng: np.random.Generator) -> Dataset:
+        return draw_linear_law(n, p, rng, self.x_norm, self.label_noise)
+
+    def _ridge_term(self, theta: np.ndarray) -> float:
+        return 0.5 * self.ridge * float(theta @ theta)
+
+    def loss(self, theta: np.ndarray, data: Dataset) -> np.ndarray:
+        X, y = _rows(data, None)
+        return self._phi(y * (X @ theta)) + self._ridge_term(theta)
+
+    def grad(self, theta: np.ndarray, data: Dataset, idx: np.ndarray | None = None) -> np.ndarray:
+        """Rows φ'(y⟨θ, x⟩)·y·x + ridge·θ (X and y are indexed once)."""
+        X, y = _rows(data, idx)
+        coef = y * self._dphi(y * (X @ theta))
+        out = coef[:, None] * X
+        if self.ridge:
+            out += self.ridge * theta
+        return out
+
+    def population_excess(self, theta: np.ndarray, p: int) -> float:
+        """Monte Carlo excess population risk on the fixed sample of size N (module docstring).
+
+        Mean loss at θ on the sample minus the certified minimum over C on the same sample. The
+        difference is returned raw, not clipped: it can be negative only by the solver's
+        certified gap (≤ 1e-8) plus rounding.
+        """
+        sample = population_sample(self, p)
+        optimum = population_optimum(self, p)
+        return self.risk(np.asarray(theta, dtype=float), sample) - optimum.value
+
+
+@functools.lru_cache(maxsize=16)
+def population_sample(problem: MarginLossProblem, p: int) -> Dataset:
+    """The fixed population sample of ``problem`` in dimension p (read-only, cached)."""
+    identity = {"stream": "population", "problem": problem.name,
+                "params": problem.get_params(), "p": p}
+    data = draw_linear_law(problem.population_sample, p, make_rng(identity, root_seed=0),
+                           problem.x_norm, problem.label_noise)
+    for array in (data.X, data.y):
+        if array is not None:
+            array.flags.writeable = False
+    return data
+
+
+@functools.lru_cache(maxsize=16)
+def population_optimum(problem: MarginLossProblem, p: int) -> Optimum:
+    """The certified minimiser over C of the mean loss on :func:`population_sample` (cached)."""
+    return problem.solve(population_sample(problem, p))

@@ -1,0 +1,79 @@
+"""LB-Lin: the linear lower-bound instance of BST14 §4.2 (Theorems 5.2 and 5.3).
+
+ℓ(θ; d) = −⟨θ, d⟩ on the ball of radius R (diameter ‖C‖ = 2R), with d drawn from the §4.4 hard data
+(rows of norm 1). The sum loss is −⟨θ, s⟩ with s = Σdᵢ, so θ* = R·s/‖s‖ in closed form and the
+sum-scale excess of θ is R·M − ⟨θ, s⟩ with M = ‖s‖. Every (ε, 0)-DP algorithm has excess
+Ω(min(n, p/ε)) (Thm 5.2) and every (ε, δ)-DP algorithm Ω(min(n, √p/ε)) (Thm 5.3), on the sum scale.
+
+Constants over the universe {±1/√p}ᵖ: L = max‖d‖ = 1, Δ = 0, and β = 0 (a linear loss is smooth
+with a zero smoothness constant).
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+import numpy as np
+
+from ..constraints import Ball, ConstraintSet
+from ..params import Param
+from ..problem import Dataset, Optimum, Problem
+from ._hard_data import HARD_DATA_PARAMS, hard_data
+
+__all__ = ["LBLin"]
+
+
+class LBLin(Problem):
+    """Linear loss −⟨θ, d⟩ on a ball, hard data with ‖d‖ = 1 (BST14 §4.2, Thm 5.2/5.3)."""
+
+    name: ClassVar[str] = "lb_lin"
+    summary: ClassVar[str] = "linear loss -<theta, d> on a ball; BST14 lower-bound instance"
+    citation: ClassVar[str] = ("Bassily, Smith, Thakurta (2014), Differentially Private ERM: "
+                               "Efficient Algorithms and Tight Error Bounds, §4.2, Thm 5.2/5.3")
+    version: ClassVar[str] = "1"
+    params: ClassVar[dict[str, Param]] = {
+        "radius": Param(1.0, low=0.0, low_open=True, doc="radius R of the ball C (diameter 2R)"),
+        **HARD_DATA_PARAMS,
+    }
+
+    radius: float
+    signal: float
+
+    @property
+    def constraint(self) -> ConstraintSet:
+        return Ball(self.radius)
+
+    @property
+    def lipschitz(self) -> float:
+        """L = max‖d‖ = 1 over the universe {±1/√p}ᵖ."""
+        return 1.0
+
+    @property
+    def smoothness(self) -> float:
+        """β = 0: the gradient −d does not depend on θ."""
+        return 0.0
+
+    def generate(self, n: int, p: int, rng: np.random.Generator) -> Dataset:
+        data = hard_data(n, p, rng, norm=1.0, signal=self.signal)
+        return Dataset(data.X, None, data.meta())
+
+    def loss(self, theta: np.ndarray, data: Dataset) -> np.ndarray:
+        return -(data.X @ theta)
+
+    def grad(self, theta: np.ndarray, data: Dataset, idx: np.ndarray | None = None) -> np.ndarray:
+        rows = data.X if idx is None else data.X[np.atleast_1d(idx)]
+        return -rows
+
+    def solve(self, data: Dataset) -> Optimum:
+        """θ* = R·s/‖s‖ with s = Σdᵢ (any point is optimal when s = 0; 0 is returned).
+
+        A sum below the rounding level of the row sum (8·eps·Σ‖dᵢ‖, e.g. the exactly cancelling
+        ±c padding summed in floating point) counts as zero: it changes the average loss of any
+        point of C by at most R·8·eps·max‖dᵢ‖, far below anything measured.
+        """
+        s = data.X.sum(axis=0)
+        norm = float(np.linalg.norm(s))
+        noise = 8.0 * np.finfo(float).eps * float(np.linalg.norm(data.X, axis=1).sum())
+        theta = s * (self.radius / norm) if norm > noise else np.zeros(data.p)
+        theta = self.constraint.project(theta)
+        return Optimum(theta=theta, value=self.risk(theta, data), gap=0.0, method="closed form")

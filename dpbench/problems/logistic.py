@@ -1,0 +1,55 @@
+"""Logistic regression on a ball, optionally with a ridge (spec §5 "Logistic": a smooth baseline,
+not in BST14).
+
+ℓ(θ; x, y) = log(1 + exp(−y⟨θ, x⟩)) + (ridge/2)‖θ‖² over the ball of radius R, with data from the
+linear law of :mod:`dpbench.problems._linear_law`. Constants: L = x_norm + ridge·R (|φ'| ≤ 1),
+Δ = ridge, β = x_norm²/4 + ridge (φ'' ≤ 1/4). Losses are evaluated stably with ``np.logaddexp``
+and derivatives with ``scipy.special.expit``.
+
+The constrained optimum is certified by :func:`dpbench.optimize.solve_smooth_ball` (Newton plus
+Frank–Wolfe gap); on separable data the unconstrained minimiser is at infinity and θ* lies on
+the sphere.
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+import numpy as np
+from scipy.special import expit
+
+from ..optimize import SoftplusMargin, solve_smooth_ball
+from ..problem import Dataset, Optimum
+from ._linear_law import MarginLossProblem
+
+__all__ = ["Logistic"]
+
+
+class Logistic(MarginLossProblem):
+    """Average logistic loss (+ ridge) over a ball; synthetic linear-classification data."""
+
+    name: ClassVar[str] = "logistic"
+    summary: ClassVar[str] = "logistic loss log(1 + exp(-y<theta, x>)) (+ ridge) on a ball"
+    citation: ClassVar[str] = ("Smooth GLM baseline (not in BST14); spec bst14.md §5, "
+                               "'Logistic' row")
+    version: ClassVar[str] = "1"
+
+    @property
+    def smoothness(self) -> float:
+        """β = x_norm²/4 + ridge: the logistic φ'' ≤ 1/4 and ‖x‖ = x_norm."""
+        return self.x_norm**2 / 4.0 + self.ridge
+
+    @staticmethod
+    def _phi(margins: np.ndarray) -> np.ndarray:
+        return np.logaddexp(0.0, -margins)
+
+    @staticmethod
+    def _dphi(margins: np.ndarray) -> np.ndarray:
+        return -expit(-margins)
+
+    def solve(self, data: Dataset) -> Optimum:
+        if data.y is None:
+            raise ValueError("logistic needs labels: Dataset.y is None")
+        objective = SoftplusMargin(data.y[:, None] * data.X, ridge=self.ridge)
+        return solve_smooth_ball(objective.risk, objective.grad, objective.hess, data.p,
+                                 self.radius)

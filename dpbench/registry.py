@@ -1,0 +1,122 @@
+"""Plugin registry: in-tree plugins plus the entry-point groups ``dpbench.algorithms`` and
+``dpbench.problems``.
+
+A third-party plugin registers a class under one of the groups in its ``pyproject.toml``::
+
+    [project.entry-points."dpbench.algorithms"]
+    my_mechanism = "my_package.module:MyMechanism"
+
+A plugin that fails to import, or is not a subclass of the right base, produces a
+:class:`PluginWarning` and is skipped; it never crashes dpbench (xarray's backend discovery works the
+same way). In-tree names win over entry points of the same name (with a warning).
+"""
+
+from __future__ import annotations
+
+import importlib
+import warnings
+from importlib.metadata import entry_points
+from typing import Any
+
+from .algorithm import Algorithm
+from .errors import UserInputError, did_you_mean
+from .problem import Problem
+
+GROUPS = {"algorithms": "dpbench.algorithms", "problems": "dpbench.problems"}
+
+_BUILTIN: dict[str, dict[str, str]] = {
+    "algorithms": {
+        "nonprivate_erm": "dpbench.algorithms.nonprivate:NonPrivateERM",
+        "noisy_sgd": "dpbench.algorithms.noisy_sgd:NoisySGD",
+        "output_perturbation": "dpbench.algorithms.output_perturbation:OutputPerturbation",
+    },
+    "problems": {
+        "lb_lin": "dpbench.problems.lb_lin:LBLin",
+        "lb_quad": "dpbench.problems.lb_quad:LBQuad",
+        "hinge_svm": "dpbench.problems.hinge_svm:HingeSVM",
+        "logistic": "dpbench.problems.logistic:Logistic",
+    },
+}
+
+_BASES: dict[str, type] = {"algorithms": Algorithm, "problems": Problem}
+_cache: dict[str, dict[str, type]] = {}
+
+
+class PluginWarning(UserWarning):
+    """A plugin could not be loaded; it is skipped."""
+
+
+def _load(target: str) -> Any:
+    module, _, attr = target.partition(":")
+    obj: Any = importlib.import_module(module)
+    for part in attr.split("."):
+        obj = getattr(obj, part)
+    return obj
+
+
+def _discover(kind: str) -> dict[str, type]:
+    base = _BASES[kind]
+    found: dict[str, type] = {}
+    for name, target in _BUILTIN[kind].items():
+        found[name] = _load(target)
+    for ep in entry_points(group=GROUPS[kind]):
+        if ep.name in found:
+            warnings.warn(
+                f"{GROUPS[kind]} entry point {ep.name!r} ({ep.value}) shadows a built-in plugin "
+                "and is ignored", PluginWarning, stacklevel=3)
+            continue
+        try:
+            obj = ep.load()
+        except Exception as exc:  # a broken third-party plugin must never crash dpbench
+            warnings.warn(
+                f"could not load {GROUPS[kind]} plugin {ep.name!r} from {ep.value}: "
+                f"{type(exc).__name__}: {exc}", PluginWarning, stacklevel=3)
+            continue
+        if not (isinstance(obj, type) and issubclass(obj, base)):
+            warnings.warn(
+                f"{GROUPS[kind]} plugin {ep.name!r} ({ep.value}) is not a subclass of "
+                f"dpbench.{base.__name__}; skipped", PluginWarning, stacklevel=3)
+            continue
+        if obj.name != ep.name:
+            warnings.warn(
+                f"{GROUPS[kind]} plugin {ep.name!r} declares name {obj.name!r}; the entry-point "
+                "name is used", PluginWarning, stacklevel=3)
+        found[ep.name] = obj
+    return found
+
+
+def available(kind: str, refresh: bool = False) -> dict[str, type]:
+    """All registered plugins of ``kind`` ("algorithms" or "problems"), by name."""
+    if kind not in _BASES:
+        raise ValueError(f"kind must be 'algorithms' or 'problems', got {kind!r}")
+    if refresh or kind not in _cache:
+        _cache[kind] = _discover(kind)
+    return _cache[kind]
+
+
+def register(kind: str, cls: type, name: str | None = None) -> type:
+    """Register a plugin class at run time (tests, notebooks). Returns the class."""
+    base = _BASES[kind]
+    if not (isinstance(cls, type) and issubclass(cls, base)):
+        raise TypeError(f"{cls!r} is not a subclass of dpbench.{base.__name__}")
+    available(kind)[name or cls.name] = cls
+    return cls
+
+
+def get(kind: str, name: str) -> type:
+    """The plugin class called ``name``; a clear error suggesting the closest name otherwise."""
+    plugins = available(kind)
+    if name not in plugins:
+        singular = kind[:-1]
+        raise UserInputError(
+            f"unknown {singular} {name!r}{did_you_mean(name, plugins)}; "
+            f"registered: {', '.join(sorted(plugins))}")
+    return plugins[name]
+
+
+def get_algorithm(name: str) -> type[Algorithm]:
+    return get("algorithms", name)
+
+
+def get_problem(name: str) -> type[Problem]:
+    return get("problems", name)

@@ -1,0 +1,202 @@
+"""Client side: plan the pending cells of a suite, run them on dask, write the cube.
+
+Tasks are submitted most-expensive-first with a bounded in-flight window and consumed as they
+complete (``as_completed``); each completed task is written at once by this process, the store's
+only writer. Dask re-runs tasks of lost workers; because tasks are deterministic and writes go to
+fixed positions, a re-run cell can never be counted twice. A task that fails beyond dask's retries
+(for example a worker killed repeatedly) marks its cells failed; the sweep goes on.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import sys
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from .cluster import connect, load_profile
+from .errors import UserInputError
+from .execute import DONE, FAILED, FLOAT_VARS, ChunkResult, TaskResult, run_task
+from .plan import TaskSpec, count_cells, expand, pack
+from .store import Counts, Store, check_store_path
+from .suite import Suite
+
+
+@dataclass
+class RunSummary:
+    store: Path
+    backend: str
+    computed: int = 0
+    failed: int = 0
+    not_applicable: int = 0
+    seconds: float = 0.0
+    counts: dict[str, Counts] = field(default_factory=dict)
+
+    @property
+    def complete(self) -> bool:
+        return all(c.pending == 0 and c.failed == 0 for c in self.counts.values())
+
+
+class Progress:
+    """Cells done / total / failed and an ETA (cost-weighted). A live bar on a terminal, a line
+    every ``every`` seconds otherwise."""
+
+    def __init__(self, total_cells: int, total_cost: float, enabled: bool = True,
+                 every: float = 10.0):
+        self.total, self.total_cost = total_cells, max(total_cost, 1e-12)
+        self.done = self.failed = 0
+        self.cost_done = 0.0
+        self.enabled, self.every = enabled, every
+        self.t0 = time.perf_counter()
+        self._last = 0.0
+        self._bar: Any = None
+        if enabled and sys.stderr.isatty():
+            from rich.progress import BarColumn, Progress as RichProgress, TextColumn
+
+            self._bar = RichProgress(
+                TextColumn("[bold]cells"), BarColumn(),
+                TextColumn("{task.fields[text]}"), transient=False)
+            self._bar.start()
+            self._task = self._bar.add_task("run", total=self.total_cost, text=self._text())
+
+    def _eta(self) -> str:
+        elapsed = time.perf_counter() - self.t0
+        if self.cost_done <= 0:
+            return "ETA --"
+        left = elapsed * (self.total_cost - self.cost_done) / self.cost_done
+        return f"ETA {left:5.0f}s"
+
+    def _text(self) -> str:
+        return (f"{self.done}/{self.total} done, {self.failed} failed, "
+                f"{time.perf_counter() - self.t0:.0f}s elapsed, {self._eta()}")
+
+    def update(self, done: int, failed: int, cost: float) -> None:
+        self.done += done
+        self.failed += failed
+        self.cost_done += cost
+        if not self.enabled:
+            return
+        if self._bar is not None:
+            self._bar.update(self._task, completed=self.cost_done, text=self._text())
+        elif time.perf_counter() - self._last >= self.every:
+            self._last = time.perf_counter()
+            print(f"[dpbench] {self._text()}", file=sys.stderr, flush=True)
+
+    def close(self) -> None:
+        if self._bar is not None:
+            self._bar.stop()
+        elif self.enabled:
+            print(f"[dpbench] {self._text()}", file=sys.stderr, flush=True)
+
+
+def _failed_result(task: TaskSpec, message: str) -> TaskResult:
+    chunks = []
+    for c in task.chunks:
+        k = len(c.seeds)
+        chunks.append(ChunkResult(c.experiment, c.index, c.seeds, c.fresh,
+                                  {v: np.full(k, np.nan) for v in FLOAT_VARS},
+                                  np.full(k, FAILED, dtype=np.uint8), [message] * k))
+    return TaskResult(task.key, chunks)
+
+
+def _iter_results(client: Any, tasks: list[TaskSpec], window: int | None,
+                  ) -> Iterator[tuple[TaskSpec, TaskResult]]:
+    if client is None:
+        for t in tasks:
+            yield t, run_task(t)
+        return
+    from distributed import as_completed
+
+    nthreads = sum(client.nthreads().values()) or 1
+    window = window or max(4 * nthreads, 64)
+    queue = iter(enumerate(tasks))
+    specs: dict[str, TaskSpec] = {}
+    ac = as_completed(with_results=True, raise_errors=False)
+
+    def launch() -> bool:
+        nxt = next(queue, None)
+        if nxt is None:
+            return False
+        rank, spec = nxt
+        fut = client.submit(run_task, spec, key=spec.key, pure=False, retries=1,
+                            priority=len(tasks) - rank)
+        specs[fut.key] = spec
+        ac.add(fut)
+        return True
+
+    for _ in range(window):
+        if not launch():
+            break
+    for batch in ac.batches():
+        for fut, res in batch:
+            spec = specs.pop(fut.key)
+            if fut.status == "error" or not isinstance(res, TaskResult):
+                exc = fut.exception() if fut.status == "error" else res
+                yield spec, _failed_result(spec, f"task failed: {type(exc).__name__}: {exc}")
+            else:
+                yield spec, res
+            fut.release()
+            launch()
+
+
+def run_suite(suite: Suite, store_path: str | Path, *, scheduler: str | None = None,
+              profile: str | Path | None = None, workers: int | None = None,
+              restart: bool = False, retry_failed: bool = True, window: int | None = None,
+              progress: bool = True, on_result: Callable[[TaskResult], None] | None = None,
+              ) -> RunSummary:
+    """Run (or resume) ``suite`` into the store at ``store_path``.
+
+    The suite is validated and planned before the store is touched. Only cells that are pending
+    (and failed ones, unless ``retry_failed`` is False) are computed.
+    """
+    if workers is not None and workers < 0:
+        raise UserInputError(f"--workers must be >= 0, got {workers}")
+    if profile is not None:
+        load_profile(profile)
+    # Instantiating every cell's problem and algorithm validates parameter combinations that only
+    # occur at some grid points, before the store is touched.
+    planned = {exp.name: expand(suite, exp) for exp in suite.experiments}
+    resuming = check_store_path(Path(store_path)) and not restart
+    store = Store.prepare(store_path, suite, restart=restart)
+    chunks, not_applicable = [], []
+    for exp in suite.experiments:
+        if resuming:
+            c, na = expand(suite, exp, store.pending_mask(exp.name, retry_failed))
+        else:
+            c, na = planned[exp.name]
+        chunks += c
+        not_applicable += na
+    summary = RunSummary(Path(store_path), "inline")
+    summary.not_applicable = store.mark_not_applicable(not_applicable)
+    tasks = pack(chunks)
+    started = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
+    t0 = time.perf_counter()
+    bar = Progress(count_cells(chunks), sum(t.cost for t in tasks), enabled=progress)
+    try:
+        if tasks:
+            with connect(scheduler, profile, workers) as (client, backend):
+                summary.backend = backend
+                for spec, res in _iter_results(client, tasks, window):
+                    done = failed = 0
+                    for chunk in res.chunks:
+                        store.write(chunk)
+                        done += int(np.sum(chunk.status == DONE))
+                        failed += int(np.sum(chunk.status == FAILED))
+                    summary.computed += done
+                    summary.failed += failed
+                    bar.update(done, failed, spec.cost)
+                    if on_result is not None:
+                        on_result(res)
+    finally:
+        bar.close()
+        summary.seconds = time.perf_counter() - t0
+        store.record_run({"started_utc": started, "seconds": round(summary.seconds, 3),
+                          "backend": summary.backend, "cells_computed": summary.computed,
+                          "cells_failed": summary.failed})
+    summary.counts = {e.name: store.counts(e.name) for e in suite.experiments}
+    return summary

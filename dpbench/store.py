@@ -1,0 +1,330 @@
+"""The result cube: a zarr v3 store with one group per experiment, readable with
+``xarray.open_zarr(PATH, group=EXPERIMENT)``.
+
+Layout of an experiment group: coordinate arrays ``algorithm``, ``problem``, the grid axes
+(``n``, ``p``, ``epsilon``, ``delta``, extras) and ``seed``; data variables
+:data:`~dpbench.execute.FLOAT_VARS` (float64, NaN until written), ``status`` (uint8: 0 pending,
+1 done, 2 failed, 3 not applicable) and ``error`` (string). A zarr chunk holds all seeds of one
+(algorithm, problem, grid point), and only the client writes, so no two writers ever touch a
+chunk.
+
+Crash safety: zarr ≥ 3.1.3 writes each chunk to a temporary file and renames it, so a chunk is
+either old or new. For every chunk the values and the error text are written before ``status``;
+``status == done`` therefore implies the values are there, and a crash at any moment leaves a
+store whose pending cells are recomputed on resume (identically, since cells are deterministic).
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import json
+import os
+import platform
+import shutil
+import socket
+from collections.abc import Iterable
+from dataclasses import dataclass
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import zarr
+
+from ._version import __version__
+from .errors import StoreError
+from .execute import (DONE, FAILED, FLOAT_VARS, NONDETERMINISTIC_VARS, NOT_APPLICABLE, PENDING,
+                      STATUS_NAMES, ChunkResult)
+from .plan import NotApplicableChunk
+from .seeding import stable_hash
+from .suite import Experiment, Suite
+
+STORE_SCHEMA = 1
+ROOT_KEY = "dpbench_store"
+EXP_KEY = "dpbench_experiment"
+_PACKAGES = ("numpy", "scipy", "dask", "distributed", "xarray", "zarr", "dp-accounting", "pyyaml")
+
+
+def package_versions() -> dict[str, str]:
+    out = {"dpbench": __version__, "python": platform.python_version()}
+    for pkg in _PACKAGES:
+        try:
+            out[pkg] = metadata.version(pkg)
+        except metadata.PackageNotFoundError:
+            out[pkg] = "not installed"
+    return out
+
+
+def machine_info() -> dict[str, Any]:
+    return {"hostname": socket.gethostname(), "platform": platform.platform(),
+            "machine": platform.machine(), "processor": platform.processor(),
+            "cpu_count": os.cpu_count()}
+
+
+def _now() -> str:
+    return _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
+
+
+def _coord_values(values: list[Any]) -> np.ndarray:
+    arr = np.asarray(values)
+    if arr.dtype.kind in "USO":
+        return np.asarray([str(v) for v in values], dtype=object)
+    return arr
+
+
+def _is_store(path: Path) -> bool:
+    meta = path / "zarr.json"
+    if not meta.is_file():
+        return False
+    try:
+        doc = json.loads(meta.read_text())
+    except (OSError, ValueError):
+        return False
+    return ROOT_KEY in doc.get("attributes", {})
+
+
+def check_store_path(path: Path) -> bool:
+    """True if ``path`` is an existing dpbench store, False if it is free (absent or an empty
+    directory); :class:`StoreError` if it holds anything else."""
+    if not path.exists():
+        return False
+    if not path.is_dir():
+        raise StoreError(f"store path {str(path)!r} is a file, not a dpbench store; "
+                         "choose a new path or an existing store directory")
+    if _is_store(path):
+        return True
+    if any(path.iterdir()):
+        raise StoreError(f"store path {str(path)!r} holds something else (a non-empty directory "
+                         "that is not a dpbench store); choose a new path or an existing store")
+    return False
+
+
+@dataclass
+class Counts:
+    total: int = 0
+    pending: int = 0
+    done: int = 0
+    failed: int = 0
+    not_applicable: int = 0
+
+    @classmethod
+    def of(cls, status: np.ndarray) -> Counts:
+        return cls(int(status.size), int(np.sum(status == PENDING)), int(np.sum(status == DONE)),
+                   int(np.sum(status == FAILED)), int(np.sum(status == NOT_APPLICABLE)))
+
+
+class Store:
+    """An open dpbench store (the client is its only writer)."""
+
+    def __init__(self, path: Path, root: zarr.Group):
+        self.path = path
+        self.root = root
+        self._arrays: dict[str, dict[str, zarr.Array]] = {}
+
+    # --- opening ------------------------------------------------------------------------------
+    @classmethod
+    def open(cls, path: str | Path, mode: str = "r") -> Store:
+        """Open an existing store (``mode`` "r" or "r+")."""
+        path = Path(path)
+        if not path.exists():
+            raise StoreError(f"no store at {str(path)!r}")
+        if not _is_store(path):
+            raise StoreError(f"{str(path)!r} is not a dpbench store")
+        return cls(path, zarr.open_group(str(path), mode=mode))
+
+    @classmethod
+    def prepare(cls, path: str | Path, suite: Suite, restart: bool = False) -> Store:
+        """Create the store, or open it for resumption after checking it matches the suite.
+
+        An experiment whose definition changed is refused (``restart=True`` discards the whole
+        store and starts over). Experiments new to the suite are added.
+        """
+        path = Path(path)
+        exists = check_store_path(path)
+        if exists and restart:
+            shutil.rmtree(path)
+            exists = False
+        if exists:
+            root = zarr.open_group(str(path), mode="r+")
+            store = cls(path, root)
+            store._check_matches(suite)
+        else:
+            path.mkdir(parents=True, exist_ok=True)
+            root = zarr.open_group(str(path), mode="w", zarr_format=3)
+            root.attrs[ROOT_KEY] = {"schema": STORE_SCHEMA, "created_utc": _now(),
+                                    "dpbench_version": __version__}
+            store = cls(path, root)
+        meta = dict(root.attrs[ROOT_KEY])
+        meta.update({"suite_name": suite.name, "suite_source": suite.source,
+                     "suite_yaml": suite.text, "suite_hash": stable_hash(suite.text),
+                     "root_seed": suite.root_seed})
+        root.attrs[ROOT_KEY] = meta
+        for exp in suite.experiments:
+            if not store._initialised(exp.name):
+                store._create_experiment(suite, exp)
+        return store
+
+    def _initialised(self, name: str) -> bool:
+        if name not in self.root:
+            return False
+        return bool(self.root[name].attrs.get(EXP_KEY, {}).get("initialised", False))
+
+    def _check_matches(self, suite: Suite) -> None:
+        changed = []
+        for exp in suite.experiments:
+            if not self._initialised(exp.name):
+                continue
+            stored = self.root[exp.name].attrs[EXP_KEY]["fingerprint"]
+            if stored != exp.fingerprint(suite.root_seed):
+                changed.append(exp.name)
+        if changed:
+            raise StoreError(
+                f"store {str(self.path)!r} was created for a different definition of experiment(s) "
+                f"{', '.join(changed)} (problems, algorithms, parameters, grid, seeds or root_seed "
+                "changed, or a plugin's version did); its results would not match the suite. "
+                "Use a new --store path, or --restart to discard this store and start over")
+
+    def _create_experiment(self, suite: Suite, exp: Experiment) -> None:
+        if exp.name in self.root:  # a creation that crashed half-way: no results in it yet
+            del self.root[exp.name]
+        g = self.root.create_group(exp.name)
+        dims = exp.dims
+        coords: dict[str, list[Any]] = {
+            "algorithm": [a.label for a in exp.algorithms],
+            "problem": [p.label for p in exp.problems],
+            **exp.grid, "seed": list(range(exp.seeds)),
+        }
+        for name, values in coords.items():
+            arr = _coord_values(values)
+            dtype = str if arr.dtype == object else arr.dtype
+            a = g.create_array(name, shape=arr.shape, dtype=dtype, dimension_names=[name])
+            a[:] = arr
+        shape = exp.shape
+        chunks = (1,) * (len(shape) - 1) + (shape[-1],)
+        for var in FLOAT_VARS:
+            g.create_array(var, shape=shape, chunks=chunks, dtype="f8", fill_value=np.nan,
+                           dimension_names=list(dims))
+        g.create_array("error", shape=shape, chunks=chunks, dtype=str, fill_value="",
+                       dimension_names=list(dims))
+        g.create_array("status", shape=shape, chunks=chunks, dtype="u1", fill_value=PENDING,
+                       dimension_names=list(dims))
+        g.attrs.update(self._experiment_attrs(suite, exp))
+        g.attrs[EXP_KEY] = {"fingerprint": exp.fingerprint(suite.root_seed),
+                            "definition": exp.definition(suite.root_seed), "initialised": True,
+                            "schema": STORE_SCHEMA}
+
+    @staticmethod
+    def _experiment_attrs(suite: Suite, exp: Experiment) -> dict[str, Any]:
+        first = {a: v[0] for a, v in exp.grid.items()}
+        algos = {}
+        for spec in exp.algorithms:
+            algo = spec.build(exp.algorithm_axes(first))
+            card = algo.rate_card()
+            algos[spec.label] = {"algorithm": spec.name, "params": spec.params,
+                                 "version": spec.cls.version, "privacy": spec.cls.privacy,
+                                 "citation": spec.cls.citation,
+                                 "requires": list(algo.requirements()),
+                                 "rate_card": card.to_dict() if card else None}
+        probs = {}
+        for spec in exp.problems:
+            prob = spec.build(exp.problem_axes(first))
+            probs[spec.label] = {"problem": spec.name, "params": spec.params,
+                                 "version": spec.cls.version, "citation": spec.cls.citation,
+                                 "constants": prob.constants(),
+                                 "has_population": spec.cls.has_population}
+        return {
+            "experiment": exp.name, "description": exp.description, "suite": suite.name,
+            "root_seed": suite.root_seed, "seeds": exp.seeds,
+            "normalisation": "average (excess of the mean loss, (1/n)·Σℓ); BST14 sum-scale rates "
+                             "divide by n",
+            "status_codes": {str(k): v for k, v in STATUS_NAMES.items()},
+            "nondeterministic_variables": list(NONDETERMINISTIC_VARS),
+            "algorithms": algos, "problems": probs, "extra_axes": dict(exp.extra_routing),
+            "packages": package_versions(), "machine": machine_info(),
+        }
+
+    # --- reading ------------------------------------------------------------------------------
+    def experiments(self) -> list[str]:
+        return sorted(name for name, _ in self.root.groups() if self._initialised(name))
+
+    def status(self, experiment: str) -> np.ndarray:
+        return np.asarray(self.root[experiment]["status"][...])
+
+    def counts(self, experiment: str) -> Counts:
+        return Counts.of(self.status(experiment))
+
+    def pending_mask(self, experiment: str, retry_failed: bool = True) -> np.ndarray:
+        st = self.status(experiment)
+        return (st == PENDING) | (st == FAILED) if retry_failed else (st == PENDING)
+
+    def failures(self, experiment: str, limit: int = 20) -> list[tuple[dict[str, Any], str]]:
+        """(coordinates, message) of up to ``limit`` failed cells."""
+        g = self.root[experiment]
+        st = self.status(experiment)
+        idx = np.argwhere(st == FAILED)[:limit]
+        dims = list(g["status"].metadata.dimension_names or [])
+        out = []
+        for cell in idx:
+            coords = {d: _py(g[d][int(i)]) for d, i in zip(dims, cell)}
+            out.append((coords, str(g["error"][tuple(int(i) for i in cell)])))
+        return out
+
+    # --- writing ------------------------------------------------------------------------------
+    def _array(self, experiment: str, var: str) -> zarr.Array:
+        cache = self._arrays.setdefault(experiment, {})
+        if var not in cache:
+            cache[var] = self.root[experiment][var]
+        return cache[var]
+
+    def write(self, res: ChunkResult) -> None:
+        """Write one chunk: values and errors first, ``status`` last (the commit marker).
+
+        Only the cells in ``res.seeds`` change; for a chunk that already holds results (a resume
+        after failures) the stored cells are read and kept, so a done cell is never rewritten.
+        """
+        sel = (*res.index, slice(None))
+        seeds = np.asarray(res.seeds, dtype=int)
+        if res.fresh:
+            merged = dict(res.values)
+            merged["error"] = np.asarray(res.errors, dtype=object)
+            merged_status = res.status
+        else:
+            merged = {}
+            for var in (*FLOAT_VARS, "error"):
+                cur = np.asarray(self._array(res.experiment, var)[sel])
+                if var == "error":
+                    cur = cur.astype(object)
+                    cur[seeds] = np.asarray(res.errors, dtype=object)
+                else:
+                    cur = cur.copy()
+                    cur[seeds] = res.values[var]
+                merged[var] = cur
+            merged_status = np.asarray(self._array(res.experiment, "status")[sel]).copy()
+            merged_status[seeds] = res.status
+        for var, block in merged.items():
+            self._array(res.experiment, var)[sel] = block
+        self._array(res.experiment, "status")[sel] = merged_status
+
+    def mark_not_applicable(self, chunks: Iterable[NotApplicableChunk]) -> int:
+        """Record not-applicable chunks (status 3 with the reason in ``error``)."""
+        count = 0
+        for c in chunks:
+            st = self._array(c.experiment, "status")
+            n = st.shape[-1]
+            sel = (*c.index, slice(None))
+            self._array(c.experiment, "error")[sel] = np.asarray([c.reason] * n, dtype=object)
+            st[sel] = np.full(n, NOT_APPLICABLE, dtype=np.uint8)
+            count += n
+        return count
+
+    def record_run(self, info: dict[str, Any]) -> None:
+        """Append a run's provenance (times, cluster, counts) to the root attributes."""
+        meta = dict(self.root.attrs[ROOT_KEY])
+        runs = list(meta.get("runs", []))
+        runs.append(info)
+        meta["runs"] = runs[-50:]
+        self.root.attrs[ROOT_KEY] = meta
+
+
+def _py(v: Any) -> Any:
+    return v.item() if hasattr(v, "item") else v

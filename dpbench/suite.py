@@ -1,0 +1,427 @@
+"""Suite files: YAML describing named experiments, validated in full before anything runs.
+
+A suite::
+
+    name: quickstart
+    root_seed: 20261121        # integer >= 0
+    seeds: 8                   # default number of seeds per grid point
+    cell_timeout_s: 300        # optional per-cell time limit (seconds)
+    experiments:
+      - name: lipschitz        # becomes the zarr group of the cube
+        problems:
+          - problem: lb_lin    # registered problem name
+            label: lb_lin      # optional; the coordinate label (default: the name)
+            params: {radius: 1.0}
+        algorithms:
+          - label: noisy_sgd_acct
+            algorithm: noisy_sgd
+            params: {sigma_mode: accountant}
+        grid:                  # n, p, epsilon are required; delta for (ε, δ) mechanisms
+          n: [25, 50, 100, 200]
+          p: [5]
+          epsilon: [1.0]
+          delta: [1.0e-6]
+          # any other key is an extra axis: a declared parameter of every problem of the
+          # experiment, or of at least one algorithm (algorithms that do not declare it ignore it)
+
+Validation collects every error with the file, the field path and the allowed values; it never
+touches a store.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from . import registry
+from .algorithm import Algorithm
+from .errors import SuiteError, UserInputError, did_you_mean
+from .problem import Problem
+from .seeding import stable_hash
+
+SCHEMA_VERSION = 1
+CORE_AXES = ("n", "p", "epsilon", "delta")
+_IDENT = re.compile(r"^[A-Za-z][A-Za-z0-9_.\-]*$")
+_TOP_KEYS = ("name", "description", "root_seed", "seeds", "cell_timeout_s", "experiments")
+_EXP_KEYS = ("name", "description", "seeds", "problems", "algorithms", "grid")
+_PROB_KEYS = ("problem", "label", "params")
+_ALGO_KEYS = ("algorithm", "label", "params")
+RESERVED_AXES = ("algorithm", "problem", "seed")
+
+
+class _Loader(yaml.SafeLoader):
+    """SafeLoader that also reads ``1e-6`` (no dot) as a float, as users write it."""
+
+
+_Loader.add_implicit_resolver(
+    "tag:yaml.org,2002:float",
+    re.compile(r"^[-+]?(?:[0-9][0-9_]*)(?:\.[0-9_]*)?[eE][-+]?[0-9]+$"),
+    list("-+0123456789"),
+)
+
+
+@dataclass(frozen=True)
+class ProblemSpec:
+    """A problem of an experiment: registry name, coordinate label and fixed parameters."""
+
+    label: str
+    name: str
+    params: dict[str, Any]
+    cls: type[Problem]
+
+    def build(self, axis_values: Mapping[str, Any]) -> Problem:
+        """The problem instance at a grid point (extra axes routed to problems included)."""
+        return self.cls(**self.params, **axis_values)
+
+
+@dataclass(frozen=True)
+class AlgorithmSpec:
+    """An algorithm variant: registry name, coordinate label and fixed parameters."""
+
+    label: str
+    name: str
+    params: dict[str, Any]
+    cls: type[Algorithm]
+
+    def build(self, axis_values: Mapping[str, Any]) -> Algorithm:
+        own = {k: v for k, v in axis_values.items() if k in self.cls.params}
+        return self.cls(**self.params, **own)
+
+
+@dataclass(frozen=True)
+class Experiment:
+    name: str
+    description: str
+    seeds: int
+    problems: tuple[ProblemSpec, ...]
+    algorithms: tuple[AlgorithmSpec, ...]
+    grid: dict[str, list[Any]]
+    extra_routing: dict[str, str] = field(default_factory=dict)  # axis -> "problem" | "algorithm"
+
+    @property
+    def axes(self) -> tuple[str, ...]:
+        """Grid axes in cube order: n, p, epsilon, delta, then extras in suite order."""
+        return tuple(self.grid)
+
+    @property
+    def dims(self) -> tuple[str, ...]:
+        return ("algorithm", "problem", *self.axes, "seed")
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return (len(self.algorithms), len(self.problems), *(len(v) for v in self.grid.values()),
+                self.seeds)
+
+    def problem_axes(self, point: Mapping[str, Any]) -> dict[str, Any]:
+        return {k: point[k] for k, r in self.extra_routing.items() if r == "problem"}
+
+    def algorithm_axes(self, point: Mapping[str, Any]) -> dict[str, Any]:
+        return {k: point[k] for k, r in self.extra_routing.items() if r == "algorithm"}
+
+    def definition(self, root_seed: int) -> dict[str, Any]:
+        """Everything that determines the meaning of the experiment's cells (for fingerprints)."""
+        return {
+            "schema": SCHEMA_VERSION,
+            "root_seed": root_seed,
+            "seeds": self.seeds,
+            "problems": [{"label": p.label, "name": p.name, "version": p.cls.version,
+                          "params": p.params} for p in self.problems],
+            "algorithms": [{"label": a.label, "name": a.name, "version": a.cls.version,
+                            "params": a.params} for a in self.algorithms],
+            "grid": self.grid,
+        }
+
+    def fingerprint(self, root_seed: int) -> str:
+        return stable_hash(self.definition(root_seed))
+
+
+@dataclass(frozen=True)
+class Suite:
+    name: str
+    description: str
+    root_seed: int
+    cell_timeout_s: float | None
+    experiments: tuple[Experiment, ...]
+    source: str
+    text: str
+
+    @property
+    def n_cells(self) -> int:
+        return sum(math.prod(e.shape) for e in self.experiments)
+
+    def experiment(self, name: str) -> Experiment:
+        for e in self.experiments:
+            if e.name == name:
+                return e
+        raise KeyError(name)
+
+
+# --- validation -------------------------------------------------------------------------------
+
+class _Errors:
+    def __init__(self) -> None:
+        self.items: list[str] = []
+
+    def add(self, path: str, msg: str) -> None:
+        self.items.append(f"{path}: {msg}" if path else msg)
+
+
+def _check_keys(errs: _Errors, path: str, obj: Mapping[str, Any], allowed: tuple[str, ...]) -> None:
+    for k in obj:
+        if k not in allowed:
+            errs.add(f"{path}.{k}" if path else str(k),
+                     f"unknown field{did_you_mean(str(k), allowed)}; allowed: {', '.join(allowed)}")
+
+
+def _is_int(v: Any) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
+def _is_real(v: Any) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool)
+
+
+def _check_axis(errs: _Errors, path: str, axis: str, values: Any) -> list[Any] | None:
+    if not isinstance(values, list):
+        values = [values]
+    if not values:
+        errs.add(path, "empty grid; give at least one value")
+        return None
+    ok = True
+    for i, v in enumerate(values):
+        where = f"{path}[{i}]"
+        if axis == "n" and not (_is_int(v) and v >= 2):
+            errs.add(where, f"n must be an integer >= 2, got {v!r}"); ok = False
+        elif axis == "p" and not (_is_int(v) and v >= 1):
+            errs.add(where, f"p must be an integer >= 1, got {v!r}"); ok = False
+        elif axis == "epsilon" and not (_is_real(v) and math.isfinite(v) and v > 0):
+            errs.add(where, f"epsilon must be a finite number > 0, got {v!r}"); ok = False
+        elif axis == "delta" and not (_is_real(v) and 0 <= v < 1):
+            errs.add(where, f"delta must be a number in [0, 1), got {v!r}"); ok = False
+    if len(set(map(repr, values))) != len(values):
+        errs.add(path, f"duplicate values in {values!r}"); ok = False
+    if not ok:
+        return None
+    if axis in ("epsilon", "delta"):
+        return [float(v) for v in values]
+    return list(values)
+
+
+def _plugin(errs: _Errors, path: str, kind: str, name: Any) -> type | None:
+    if not isinstance(name, str):
+        errs.add(path, f"must be the name of a registered {kind[:-1]}, got {name!r}")
+        return None
+    try:
+        return registry.get(kind, name)
+    except UserInputError as exc:
+        errs.add(path, str(exc))
+        return None
+
+
+def _labelled(errs: _Errors, path: str, entries: Any, kind: str, key: str,
+              keys: tuple[str, ...]) -> list[tuple[str, str, dict[str, Any], type]]:
+    out: list[tuple[str, str, dict[str, Any], type]] = []
+    if not isinstance(entries, list) or not entries:
+        errs.add(path, f"must be a non-empty list of {kind}")
+        return out
+    labels: set[str] = set()
+    for i, entry in enumerate(entries):
+        where = f"{path}[{i}]"
+        if isinstance(entry, str):
+            entry = {key: entry}
+        if not isinstance(entry, dict):
+            errs.add(where, f"must be a mapping with '{key}', 'label' and 'params'")
+            continue
+        _check_keys(errs, where, entry, keys)
+        if key not in entry:
+            errs.add(where, f"missing field '{key}'")
+            continue
+        cls = _plugin(errs, f"{where}.{key}", kind, entry[key])
+        label = entry.get("label", entry[key])
+        if not (isinstance(label, str) and _IDENT.match(label)):
+            errs.add(f"{where}.label", f"must be an identifier (letters, digits, _ . -), got {label!r}")
+            continue
+        if label in labels:
+            errs.add(f"{where}.label", f"duplicate label {label!r}; labels must be unique")
+            continue
+        labels.add(label)
+        params = entry.get("params", {}) or {}
+        if not isinstance(params, dict):
+            errs.add(f"{where}.params", f"must be a mapping of parameter names to values, got {params!r}")
+            continue
+        if cls is not None:
+            out.append((label, entry[key], params, cls))
+    return out
+
+
+def _validate_experiment(errs: _Errors, path: str, raw: Any, default_seeds: int,
+                         ) -> Experiment | None:
+    if not isinstance(raw, dict):
+        errs.add(path, "must be a mapping with name, problems, algorithms and grid")
+        return None
+    _check_keys(errs, path, raw, _EXP_KEYS)
+    n_before = len(errs.items)
+    name = raw.get("name")
+    if not (isinstance(name, str) and _IDENT.match(name)):
+        errs.add(f"{path}.name", f"required identifier (letters, digits, _ . -), got {name!r}")
+    seeds = raw.get("seeds", default_seeds)
+    if not (_is_int(seeds) and seeds >= 1):
+        errs.add(f"{path}.seeds", f"must be an integer >= 1, got {seeds!r}")
+    probs = _labelled(errs, f"{path}.problems", raw.get("problems"), "problems", "problem", _PROB_KEYS)
+    algos = _labelled(errs, f"{path}.algorithms", raw.get("algorithms"), "algorithms", "algorithm",
+                      _ALGO_KEYS)
+    grid_raw = raw.get("grid")
+    grid: dict[str, list[Any]] = {}
+    if not isinstance(grid_raw, dict):
+        errs.add(f"{path}.grid", "required mapping of axis names to lists of values (n, p, epsilon, ...)")
+        grid_raw = {}
+    kinds = {cls.privacy for _, _, _, cls in algos}
+    for axis in ("n", "p", "epsilon"):
+        if axis not in grid_raw:
+            errs.add(f"{path}.grid.{axis}", "required axis is missing")
+    if "delta" not in grid_raw:
+        if "approx" in kinds:
+            errs.add(f"{path}.grid.delta", "required: the experiment has (ε, δ) mechanisms")
+        grid_raw = {**grid_raw, "delta": [0.0]}
+    for axis in CORE_AXES:
+        if axis in grid_raw:
+            vals = _check_axis(errs, f"{path}.grid.{axis}", axis, grid_raw[axis])
+            if vals is not None:
+                grid[axis] = vals
+    routing: dict[str, str] = {}
+    for axis, values in grid_raw.items():
+        if axis in CORE_AXES:
+            continue
+        where = f"{path}.grid.{axis}"
+        if axis in RESERVED_AXES or not isinstance(axis, str) or not _IDENT.match(axis):
+            errs.add(where, f"{axis!r} cannot be a grid axis (reserved or not an identifier)")
+            continue
+        if not isinstance(values, list):
+            values = [values]
+        if not values:
+            errs.add(where, "empty grid; give at least one value")
+            continue
+        if len(set(map(repr, values))) != len(values):
+            errs.add(where, f"duplicate values in {values!r}")
+            continue
+        if probs and all(axis in cls.params for _, _, _, cls in probs):
+            routing[axis] = "problem"
+            receivers = [(f"problem {lab!r}", cls, p) for lab, _, p, cls in probs]
+        elif any(axis in cls.params for _, _, _, cls in algos):
+            routing[axis] = "algorithm"
+            receivers = [(f"algorithm {lab!r}", cls, p) for lab, _, p, cls in algos
+                         if axis in cls.params]
+        else:
+            declared = sorted({k for _, _, _, c in probs + algos for k in c.params})
+            errs.add(where, f"unknown axis{did_you_mean(axis, [*CORE_AXES, *declared])}: an extra "
+                     "axis must be a parameter of every problem or of at least one algorithm; "
+                     f"declared parameters: {', '.join(declared) or '(none)'}")
+            continue
+        ok = True
+        for who, cls, fixed in receivers:
+            if axis in fixed:
+                errs.add(where, f"{who} also fixes {axis!r} in its params; give it in one place")
+                ok = False
+            for i, v in enumerate(values):
+                try:
+                    cls.params[axis].validate(who, axis, v)
+                except UserInputError as exc:
+                    errs.add(f"{where}[{i}]", str(exc)); ok = False
+        if ok:
+            grid[axis] = list(values)
+    # parameters and privacy kinds
+    problem_specs: list[ProblemSpec] = []
+    for lab, nm, params, cls in probs:
+        try:
+            resolved = cls(**params, **{a: grid[a][0] for a, r in routing.items()
+                                        if r == "problem" and a in grid}).get_params()
+            fixed = {k: resolved[k] for k in resolved if routing.get(k) != "problem"}
+            problem_specs.append(ProblemSpec(lab, nm, fixed, cls))
+        except UserInputError as exc:
+            errs.add(f"{path}.problems[{lab}].params", str(exc))
+    algo_specs: list[AlgorithmSpec] = []
+    deltas = grid.get("delta", [])
+    for lab, nm, params, cls in algos:
+        try:
+            own = {a: grid[a][0] for a, r in routing.items()
+                   if r == "algorithm" and a in cls.params and a in grid}
+            resolved = cls(**params, **own).get_params()
+            fixed = {k: resolved[k] for k in resolved if k not in own}
+            algo_specs.append(AlgorithmSpec(lab, nm, fixed, cls))
+        except UserInputError as exc:
+            errs.add(f"{path}.algorithms[{lab}].params", str(exc))
+        if cls.privacy == "pure" and any(d != 0 for d in deltas):
+            errs.add(f"{path}.algorithms[{lab}]",
+                     f"{nm} is a pure ε-DP mechanism but grid.delta is {deltas}; allowed: delta: [0]. "
+                     "Put pure and (ε, δ) mechanisms in separate experiments (they see the same "
+                     "data seeds, so comparisons stay paired)")
+        if cls.privacy == "approx" and any(d == 0 for d in deltas):
+            errs.add(f"{path}.algorithms[{lab}]",
+                     f"{nm} is an (ε, δ)-DP mechanism but grid.delta contains 0; allowed: values in (0, 1)")
+    if len(errs.items) > n_before:
+        return None
+    ordered = {a: grid[a] for a in CORE_AXES}
+    ordered.update({a: grid[a] for a in grid if a not in CORE_AXES})
+    return Experiment(name, str(raw.get("description", "")), seeds, tuple(problem_specs),
+                      tuple(algo_specs), ordered, routing)
+
+
+def parse_suite(text: str, source: str = "<suite>") -> Suite:
+    """Parse and validate suite text; raise :class:`SuiteError` listing every problem found."""
+    try:
+        raw = yaml.load(text, Loader=_Loader)  # noqa: S506 (a SafeLoader subclass)
+    except yaml.YAMLError as exc:
+        raise SuiteError(source, [f"malformed YAML: {exc}"]) from None
+    errs = _Errors()
+    if not isinstance(raw, dict):
+        raise SuiteError(source, ["the suite must be a YAML mapping with name and experiments"])
+    _check_keys(errs, "", raw, _TOP_KEYS)
+    name = raw.get("name")
+    if not (isinstance(name, str) and _IDENT.match(name)):
+        errs.add("name", f"required identifier (letters, digits, _ . -), got {name!r}")
+    root_seed = raw.get("root_seed", 0)
+    if not (_is_int(root_seed) and root_seed >= 0):
+        errs.add("root_seed", f"must be an integer >= 0, got {root_seed!r}")
+        root_seed = 0
+    seeds = raw.get("seeds", 10)
+    if not (_is_int(seeds) and seeds >= 1):
+        errs.add("seeds", f"must be an integer >= 1, got {seeds!r}")
+        seeds = 1
+    timeout = raw.get("cell_timeout_s")
+    if timeout is not None and not (_is_real(timeout) and timeout > 0):
+        errs.add("cell_timeout_s", f"must be a number of seconds > 0, got {timeout!r}")
+    exps_raw = raw.get("experiments")
+    experiments: list[Experiment] = []
+    if not isinstance(exps_raw, list) or not exps_raw:
+        errs.add("experiments", "required non-empty list of experiments")
+        exps_raw = []
+    names: set[str] = set()
+    for i, e in enumerate(exps_raw):
+        exp = _validate_experiment(errs, f"experiments[{i}]", e, seeds)
+        if exp is None:
+            continue
+        if exp.name in names:
+            errs.add(f"experiments[{i}].name", f"duplicate experiment name {exp.name!r}")
+            continue
+        names.add(exp.name)
+        experiments.append(exp)
+    if errs.items:
+        raise SuiteError(source, errs.items)
+    return Suite(name, str(raw.get("description", "")), root_seed,
+                 float(timeout) if timeout is not None else None, tuple(experiments), source, text)
+
+
+def load_suite(path: str | Path) -> Suite:
+    """Read and validate a suite file."""
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise SuiteError(str(path), [f"cannot read the suite file: {exc.strerror or exc}"]) from None
+    return parse_suite(text, str(path))
