@@ -20,7 +20,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from .errors import NotApplicable, UserInputError
-from .params import Param, resolve_params
+from .params import Param, Parametrized
 from .privacy.ledger import PrivacyLedger
 from .problem import Dataset, Problem
 from .ratecard import RateCard
@@ -57,7 +57,7 @@ def check_privacy_args(name: str, privacy: str, epsilon: float, delta: float) ->
         raise UserInputError(f"{name} is an (ε, δ)-DP mechanism: delta must be in (0, 1), got 0")
 
 
-class Algorithm:
+class Algorithm(Parametrized):
     """Base class of mechanism plugins; see the module docstring for the contract."""
 
     name: ClassVar[str] = ""
@@ -67,18 +67,8 @@ class Algorithm:
     requires: ClassVar[tuple[str, ...]] = ("convex", "lipschitz")
     version: ClassVar[str] = "1"
     params: ClassVar[dict[str, Param]] = {}
+    _plugin_kind: ClassVar[str] = "algorithm"
 
-    def __init__(self, **params: Any) -> None:
-        values = resolve_params(f"algorithm {self.name!r}", self.params, params)
-        for key, value in values.items():
-            setattr(self, key, value)
-
-    def get_params(self) -> dict[str, Any]:
-        return {k: getattr(self, k) for k in self.params}
-
-    def __repr__(self) -> str:
-        args = ", ".join(f"{k}={v!r}" for k, v in self.get_params().items())
-        return f"{type(self).__name__}({args})"
 
     # --- declarations -------------------------------------------------------------------------
     def requirements(self) -> tuple[str, ...]:

@@ -6,6 +6,7 @@ read :attr:`ConstraintSet.diameter`.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -40,6 +41,9 @@ class Ball(ConstraintSet):
 
     def project(self, theta: np.ndarray) -> np.ndarray:
         theta = np.asarray(theta, dtype=float)
+        if theta.ndim == 1:  # the hot path of iterative mechanisms: one vector per step
+            norm1 = math.sqrt(float(theta.dot(theta)))
+            return theta if norm1 <= self.radius else theta * (self.radius / norm1)
         norm = np.linalg.norm(theta, axis=-1, keepdims=True)
         scale = np.minimum(1.0, self.radius / np.maximum(norm, np.finfo(float).tiny))
         return theta * scale

@@ -11,7 +11,7 @@ import math
 import numbers
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 from .errors import UserInputError, did_you_mean
 
@@ -104,3 +104,28 @@ def resolve_params(owner: str, declared: Mapping[str, Param], given: Mapping[str
         value = given[name] if name in given else spec.default
         out[name] = spec.validate(owner, name, value)
     return out
+
+
+class Parametrized:
+    """Base of plugins with declared keyword parameters (problems and algorithms).
+
+    ``__init__`` validates the keywords against ``params`` and stores each value as an attribute
+    of the same name, as given (scikit-learn style); ``get_params`` returns them.
+    """
+
+    name: ClassVar[str] = ""
+    params: ClassVar[dict[str, Param]] = {}
+    _plugin_kind: ClassVar[str] = "plugin"
+
+    def __init__(self, **params: Any) -> None:
+        values = resolve_params(f"{self._plugin_kind} {self.name!r}", self.params, params)
+        for key, value in values.items():
+            setattr(self, key, value)
+
+    def get_params(self) -> dict[str, Any]:
+        """The parameter values, as stored."""
+        return {k: getattr(self, k) for k in self.params}
+
+    def __repr__(self) -> str:
+        args = ", ".join(f"{k}={v!r}" for k, v in self.get_params().items())
+        return f"{type(self).__name__}({args})"

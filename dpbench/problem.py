@@ -25,7 +25,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from .constraints import ConstraintSet
-from .params import Param, resolve_params
+from .params import Param, Parametrized
 
 
 @dataclass(frozen=True)
@@ -70,7 +70,7 @@ class Optimum:
     iterations: int = 0
 
 
-class Problem:
+class Problem(Parametrized):
     """Base class of problem plugins; see the module docstring for the contract."""
 
     name: ClassVar[str] = ""
@@ -78,20 +78,8 @@ class Problem:
     citation: ClassVar[str] = ""
     version: ClassVar[str] = "1"
     params: ClassVar[dict[str, Param]] = {}
+    _plugin_kind: ClassVar[str] = "problem"
     has_population: ClassVar[bool] = False
-
-    def __init__(self, **params: Any) -> None:
-        values = resolve_params(f"problem {self.name!r}", self.params, params)
-        for key, value in values.items():
-            setattr(self, key, value)
-
-    def get_params(self) -> dict[str, Any]:
-        """The parameter values, as stored."""
-        return {k: getattr(self, k) for k in self.params}
-
-    def __repr__(self) -> str:
-        args = ", ".join(f"{k}={v!r}" for k, v in self.get_params().items())
-        return f"{type(self).__name__}({args})"
 
     def __eq__(self, other: object) -> bool:
         return type(self) is type(other) and self.get_params() == other.get_params()  # type: ignore[attr-defined]

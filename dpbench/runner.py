@@ -84,14 +84,18 @@ class Progress:
         if self._bar is not None:
             self._bar.update(self._task, completed=self.cost_done, text=self._text())
         elif time.perf_counter() - self._last >= self.every:
-            self._last = time.perf_counter()
-            print(f"[dpbench] {self._text()}", file=sys.stderr, flush=True)
+            self._print()
+
+    def _print(self) -> None:
+        self._last = time.perf_counter()
+        self._printed = (self.done, self.failed)
+        print(f"[dpbench] {self._text()}", file=sys.stderr, flush=True)
 
     def close(self) -> None:
         if self._bar is not None:
             self._bar.stop()
-        elif self.enabled:
-            print(f"[dpbench] {self._text()}", file=sys.stderr, flush=True)
+        elif self.enabled and getattr(self, "_printed", None) != (self.done, self.failed):
+            self._print()
 
 
 def _failed_result(task: TaskSpec, message: str) -> TaskResult:
@@ -171,7 +175,7 @@ def run_suite(suite: Suite, store_path: str | Path, *, scheduler: str | None = N
             c, na = planned[exp.name]
         chunks += c
         not_applicable += na
-    summary = RunSummary(Path(store_path), "inline")
+    summary = RunSummary(Path(store_path), "none (nothing to compute)")
     summary.not_applicable = store.mark_not_applicable(not_applicable)
     tasks = pack(chunks)
     started = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")

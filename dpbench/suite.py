@@ -40,9 +40,7 @@ from typing import Any
 import yaml
 
 from . import registry
-from .algorithm import Algorithm
 from .errors import SuiteError, UserInputError, did_you_mean
-from .problem import Problem
 from .seeding import stable_hash
 
 SCHEMA_VERSION = 1
@@ -67,31 +65,24 @@ _Loader.add_implicit_resolver(
 
 
 @dataclass(frozen=True)
-class ProblemSpec:
-    """A problem of an experiment: registry name, coordinate label and fixed parameters."""
+class PluginSpec:
+    """A problem or algorithm variant of an experiment: coordinate label, registry name, class and
+    fixed parameters (defaults filled in)."""
 
     label: str
     name: str
     params: dict[str, Any]
-    cls: type[Problem]
+    cls: type[Any]
 
-    def build(self, axis_values: Mapping[str, Any]) -> Problem:
-        """The problem instance at a grid point (extra axes routed to problems included)."""
-        return self.cls(**self.params, **axis_values)
-
-
-@dataclass(frozen=True)
-class AlgorithmSpec:
-    """An algorithm variant: registry name, coordinate label and fixed parameters."""
-
-    label: str
-    name: str
-    params: dict[str, Any]
-    cls: type[Algorithm]
-
-    def build(self, axis_values: Mapping[str, Any]) -> Algorithm:
+    def build(self, axis_values: Mapping[str, Any]) -> Any:
+        """The instance at a grid point: fixed parameters plus the extra axes it declares."""
         own = {k: v for k, v in axis_values.items() if k in self.cls.params}
         return self.cls(**self.params, **own)
+
+
+#: Readable aliases: an experiment's problems and algorithm variants.
+ProblemSpec = PluginSpec
+AlgorithmSpec = PluginSpec
 
 
 @dataclass(frozen=True)
