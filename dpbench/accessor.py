@@ -1,0 +1,39 @@
+"""The ``ds.dpbench`` xarray accessor: analysis methods on an experiment's cube.
+
+>>> ds = xr.open_zarr("results/quickstart.zarr", group="lipschitz", consolidated=False)
+>>> ds.dpbench.fit_rates()           # list of RateFit
+>>> ds.dpbench.fits_frame()          # the same as a pandas DataFrame
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import xarray as xr
+
+from . import analysis
+
+
+@xr.register_dataset_accessor("dpbench")
+class DpbenchAccessor:
+    def __init__(self, ds: xr.Dataset) -> None:
+        self._ds = ds
+
+    def fit_rates(self, **kwargs: Any) -> list[analysis.RateFit]:
+        """:func:`dpbench.analysis.fit_rates` on this cube."""
+        return analysis.fit_rates(self._ds.load(), **kwargs)
+
+    def fits_frame(self, **kwargs: Any) -> Any:
+        return analysis.fits_frame(self.fit_rates(**kwargs))
+
+    def paired_comparisons(self, **kwargs: Any) -> list[analysis.Comparison]:
+        return analysis.paired_comparisons(self._ds.load(), **kwargs)
+
+    def crossovers(self) -> list[analysis.Crossover]:
+        return analysis.crossovers(self._ds.load())
+
+    def collapse_check(self, **kwargs: Any) -> list[analysis.CollapseCheck]:
+        return analysis.collapse_check(self._ds.load(), **kwargs)
+
+    def epsilon_convergence(self) -> list[analysis.EpsilonConvergence]:
+        return analysis.epsilon_convergence(self._ds.load())
