@@ -192,17 +192,18 @@ def fit_curve(experiment: str, algorithm: str, problem: str, axis: str, fixed: d
     values = {**(constants or {}), **{k: float(v) for k, v in fixed.items()
                                       if isinstance(v, (int, float))}}
     xs = np.asarray(x)
+    bound = local = np.full(len(x), math.nan)
+    cap = math.nan
     if card is not None:
         try:
             bound = np.asarray(card.bound(**{**values, axis: xs}), dtype=float) * np.ones_like(xs)
             local = np.asarray(card.local_slope(axis, **{**values, axis: xs}), dtype=float) * np.ones_like(xs)
+        except KeyError:  # the card names a constant or axis this cube does not have
+            pass
+        try:
             cap = float(card.cap_value(**values))
         except KeyError:
-            bound = local = np.full(len(x), math.nan)
-            cap = math.nan
-    else:
-        bound = local = np.full(len(x), math.nan)
-        cap = math.nan
+            pass
     reasons = []
     for i, s in enumerate(samples):
         gap = gaps[i] if gaps is not None else 0.0
