@@ -1,4 +1,4 @@
-"""The ``dpbench`` command line: run, validate, list, status.
+"""The ``dpbench`` command line: run, validate, list, status, report.
 
 Exit codes: 0 success; 1 a run finished with failed cells; 2 bad input (suite, profile, store
 path, options) — in that case nothing was written.
@@ -15,6 +15,8 @@ from ._version import __version__
 from .errors import UserInputError
 
 EXIT_OK, EXIT_FAILED_CELLS, EXIT_USAGE = 0, 1, 2
+#: Sentinel of ``run --report`` without a path: ``reports/<suite name>.html``.
+DEFAULT_REPORT = "<default>"
 
 
 class _Parser(argparse.ArgumentParser):
@@ -41,6 +43,9 @@ def _build_parser() -> argparse.ArgumentParser:
     r.add_argument("--no-retry-failed", action="store_true",
                    help="on resume, leave failed cells as they are")
     r.add_argument("--quiet", action="store_true", help="no progress bar or tables")
+    r.add_argument("--report", nargs="?", const=DEFAULT_REPORT, default=None, metavar="PATH",
+                   help="build the HTML report after the run (default path: "
+                        "reports/<suite name>.html); a run with failed cells reports the done ones")
 
     v = sub.add_parser("validate", help="check a suite without running anything")
     v.add_argument("suite")
@@ -51,6 +56,14 @@ def _build_parser() -> argparse.ArgumentParser:
     s = sub.add_parser("status", help="progress of a store")
     s.add_argument("store")
     s.add_argument("--failures", type=int, default=5, help="show up to N failure messages")
+
+    rep = sub.add_parser("report", help="write the HTML report and Markdown summary of a store")
+    rep.add_argument("store", help="a dpbench store (the zarr directory of dpbench run --store)")
+    rep.add_argument("--output", default=None, metavar="PATH.html",
+                     help="HTML file to write (default: reports/<suite name>.html); the Markdown "
+                          "summary goes next to it with the same stem")
+    rep.add_argument("--allow-incomplete", action="store_true",
+                     help="report a store with pending or failed cells (the report lists them)")
     return p
 
 
@@ -72,6 +85,10 @@ def _cmd_run(args: argparse.Namespace) -> int:
           f"{summary.seconds:.1f} s; totals: {total['done']} done, {total['failed']} failed, "
           f"{total['not_applicable']} not applicable, {total['pending']} pending "
           f"of {total['total']}")
+    if args.report is not None:
+        # After a run the report is always wanted, failures included: it lists what is missing.
+        _write_report(args.store, None if args.report == DEFAULT_REPORT else args.report,
+                      allow_incomplete=True)
     return EXIT_OK if total["failed"] == 0 and total["pending"] == 0 else EXIT_FAILED_CELLS
 
 
@@ -132,6 +149,19 @@ def _cmd_status(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _write_report(store: str, output: str | None, allow_incomplete: bool) -> None:
+    from .report import build_report, default_output
+
+    html, md = build_report(store, output if output is not None else default_output(store),
+                            allow_incomplete=allow_incomplete)
+    print(f"report: {html} (summary: {md})")
+
+
+def _cmd_report(args: argparse.Namespace) -> int:
+    _write_report(args.store, args.output, args.allow_incomplete)
+    return EXIT_OK
+
+
 def _show_warning(message: Warning | str, category: type[Warning], filename: str, lineno: int,
                   file: object = None, line: str | None = None) -> None:
     print(f"dpbench: {category.__name__}: {message}", file=sys.stderr)
@@ -140,7 +170,7 @@ def _show_warning(message: Warning | str, category: type[Warning], filename: str
 def main(argv: Sequence[str] | None = None) -> int:
     args = _build_parser().parse_args(argv)
     handler = {"run": _cmd_run, "validate": _cmd_validate, "list": _cmd_list,
-               "status": _cmd_status}[args.command]
+               "status": _cmd_status, "report": _cmd_report}[args.command]
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("default")

@@ -9,8 +9,9 @@ by least squares over the grid points kept, and
 * the **predicted slope**: the rate card's local slope d log(bound)/d log(axis), evaluated at every
   grid point and averaged over the points kept (multi-term bounds bend; engineering §5.2);
 * **exclusions**, shown never dropped silently: the capped regime (mean excess at or above
-  ``cap_fraction`` × the trivial maximum L·D, or a rate-card bound at or above L·D, where the theorem
-  predicts nothing; BST14 §6.3), optimisation floors (mean excess below
+  ``cap_fraction`` × the trivial maximum L·D, or at or above ``trivial_fraction`` × the excess of
+  the data-independent output (the centre of C, stored as ``trivial_excess_risk``), or a rate-card
+  bound at or above L·D, where the theorem predicts nothing; BST14 §6.3), optimisation floors (mean excess below
   ``floor_factor`` × the certified optimum gap) and non-positive means;
 * the **ratio** empirical / bound (geometric mean over the kept points, with a bootstrap CI) and
   its log-log slope, flat when theory holds up to a constant;
@@ -41,6 +42,9 @@ DEFAULT_TOLERANCE = 0.1
 MAX_CI_WIDTH = 0.6
 MIN_POINTS = 3
 
+#: Machine-readable exclusion codes ("" = point used), parallel to ``RateFit.excluded``.
+EXCLUSION_CODES = ("", "few_seeds", "nonpositive", "capped", "capped_by_theory", "floor")
+
 VERDICTS = ("consistent", "faster", "slower", "inconclusive")
 VERDICT_TEXT = {
     "consistent": "consistent with theory",
@@ -64,7 +68,7 @@ class RateFit:
     mean_low: list[float]
     mean_high: list[float]
     n_seeds: list[int]
-    excluded: list[str]            # "" when the point is used, else the reason
+    excluded: list[str]            # "" when the point is used, else the reason (text)
     slope: float
     slope_low: float
     slope_high: float
@@ -85,6 +89,7 @@ class RateFit:
     level: float = 0.95
     method: str = ""
     missing: list[str] = field(default_factory=list)
+    exclusion: list[str] = field(default_factory=list)  # codes: see EXCLUSION_CODES
 
     @property
     def used(self) -> np.ndarray:
@@ -180,6 +185,7 @@ def _constants(ds: xr.Dataset, problem: str) -> dict[str, float]:
 
 def fit_curve(experiment: str, algorithm: str, problem: str, axis: str, fixed: dict[str, Any],
               x: Sequence[float], samples: Sequence[np.ndarray], *, gaps: Sequence[float] | None = None,
+              trivial: Sequence[float] | None = None, trivial_fraction: float = 0.5,
               card: RateCard | None = None, constants: Mapping[str, float] | None = None,
               tolerance: float = DEFAULT_TOLERANCE, level: float = 0.95,
               n_resamples: int = 2000, cap_fraction: float = 0.25, floor_factor: float = 10.0,
@@ -204,21 +210,27 @@ def fit_curve(experiment: str, algorithm: str, problem: str, axis: str, fixed: d
             cap = float(card.cap_value(**values))
         except KeyError:
             pass
-    reasons = []
+    reasons, codes = [], []
     for i, s in enumerate(samples):
         gap = gaps[i] if gaps is not None else 0.0
         if s.size < 2:
-            reasons.append(f"{s.size} seed(s) done")
+            code, why = "few_seeds", f"{s.size} seed(s) done"
         elif not means[i] > 0:
-            reasons.append("mean excess ≤ 0")
+            code, why = "nonpositive", "mean excess ≤ 0"
         elif math.isfinite(cap) and means[i] >= cap_fraction * cap:
-            reasons.append(f"capped (mean ≥ {cap_fraction:g}·L·D = {cap_fraction * cap:.3g})")
+            code, why = "capped", f"capped (mean ≥ {cap_fraction:g}·L·D = {cap_fraction * cap:.3g})"
+        elif trivial is not None and means[i] >= trivial_fraction * trivial[i] > 0:
+            code, why = "capped", (f"capped (mean ≥ {trivial_fraction:g}× the excess "
+                                   f"{trivial[i]:.3g} of the data-independent output)")
         elif math.isfinite(cap) and bound[i] >= cap:
-            reasons.append(f"capped by theory (bound {bound[i]:.3g} ≥ trivial maximum {cap:.3g})")
+            code, why = "capped_by_theory", (f"capped by theory (bound {bound[i]:.3g} ≥ trivial "
+                                             f"maximum {cap:.3g})")
         elif means[i] < floor_factor * max(gap, 0.0):
-            reasons.append(f"optimisation floor (mean < {floor_factor:g}× certified gap)")
+            code, why = "floor", f"optimisation floor (mean < {floor_factor:g}× certified gap)"
         else:
-            reasons.append("")
+            code, why = "", ""
+        codes.append(code)
+        reasons.append(why)
     used = [i for i, r in enumerate(reasons) if r == ""]
     a = (1 - level) / 2
     boot_all = bootstrap_means([s if s.size else np.array([math.nan]) for s in samples],
@@ -258,7 +270,7 @@ def fit_curve(experiment: str, algorithm: str, problem: str, axis: str, fixed: d
         level=level,
         method=(f"OLS slope of log mean excess vs log {axis}; {level:.0%} percentile bootstrap, "
                 f"{n_resamples} resamples of seeds within each grid point"),
-        missing=list(missing or []))
+        missing=list(missing or []), exclusion=codes)
 
 
 def sweep_axes(ds: xr.Dataset) -> list[str]:
@@ -291,6 +303,7 @@ def fit_rates(ds: xr.Dataset, *, axes: Iterable[str] | None = None, variable: st
     exp = str(ds.attrs.get("experiment", ""))
     vals = ds[variable].values
     gaps = ds["optimum_gap"].values
+    trivials = ds["trivial_excess_risk"].values if "trivial_excess_risk" in ds else None
     dims = list(ds[variable].dims)
     fits: list[RateFit] = []
     counter = itertools.count()
@@ -304,6 +317,7 @@ def fit_rates(ds: xr.Dataset, *, axes: Iterable[str] | None = None, variable: st
                 for combo in itertools.product(*(range(ds.sizes[d]) for d in others)):
                     fixed = {d: _py(ds[d].values[i]) for d, i in zip(others, combo)}
                     samples, gs, missing = [], [], []
+                    triv: list[float] | None = [] if trivials is not None else None
                     applicable = False
                     for j in range(ds.sizes[axis]):
                         idx: list[Any] = [slice(None)] * len(dims)
@@ -316,6 +330,9 @@ def fit_rates(ds: xr.Dataset, *, axes: Iterable[str] | None = None, variable: st
                         samples.append(v[st == DONE])
                         g = gaps[tuple(idx)][st == DONE]
                         gs.append(float(np.max(g)) if g.size else 0.0)
+                        if triv is not None and trivials is not None:
+                            tv = trivials[tuple(idx)][st == DONE]
+                            triv.append(float(tv.mean()) if tv.size else math.nan)
                         nmiss = int(np.sum((st == PENDING) | (st == FAILED)))
                         if nmiss:
                             missing.append(f"{axis}={_fmt(_py(ds[axis].values[j]))}: {nmiss} seed(s)")
@@ -323,7 +340,7 @@ def fit_rates(ds: xr.Dataset, *, axes: Iterable[str] | None = None, variable: st
                         continue
                     fits.append(fit_curve(
                         exp, str(alg), str(prob), axis, fixed, [float(x) for x in ds[axis].values],
-                        samples, gaps=gs, card=card, constants=consts, tolerance=tolerance,
+                        samples, gaps=gs, trivial=triv, card=card, constants=consts, tolerance=tolerance,
                         level=level, n_resamples=n_resamples, cap_fraction=cap_fraction,
                         floor_factor=floor_factor,
                         rng=np.random.default_rng([seed, next(counter)]), missing=missing))

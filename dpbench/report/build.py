@@ -1,0 +1,504 @@
+"""Build a store's report: one self-contained HTML file and a Markdown summary next to it.
+
+The report is computed from the cube only (:mod:`dpbench.analysis` does the statistics) and is
+deterministic: the same cube gives the same bytes (seeded bootstrap, figures drawn under a fixed
+``rc_context`` and saved without a software stamp, no build time in the output).
+"""
+
+from __future__ import annotations
+
+import functools
+import itertools
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import xarray as xr
+from jinja2 import Environment, PackageLoader, StrictUndefined, select_autoescape
+
+from .._version import __version__
+from ..analysis import (DEFAULT_TOLERANCE, VERDICT_TEXT, CollapseCheck, Comparison, Crossover,
+                        EpsilonConvergence, RateFit, collapse_check, crossovers,
+                        epsilon_convergence, fit_rates, paired_comparisons, sweep_axes)
+from ..analysis.rates import MAX_CI_WIDTH, MIN_POINTS
+from ..errors import UserInputError
+from ..execute import DONE, FAILED, NOT_APPLICABLE
+from ..store import ROOT_KEY, Counts, Store
+from .figures import (PALETTE, Curve, RatePanel, axis_symbol, data_uri, estimate_text,
+                      fixed_text, num, png_bytes, slope_text)
+
+#: Analysis settings of the report (passed explicitly, so the Methods section states what ran).
+LEVEL = 0.95
+CAP_FRACTION = 0.25
+FLOOR_FACTOR = 10.0
+ALPHA = 0.05
+COLLAPSE_TOLERANCE = 0.15
+FIT_SEED = 0
+#: The cube variables the report reads (the others are not loaded: a large cube loads faster).
+REPORT_VARIABLES = ("excess_risk", "optimum_gap", "trivial_excess_risk", "status", "error")
+#: Exclusion codes (:attr:`RateFit.exclusion`) meaning "no signal above round-off": an algorithm
+#: with only such points (the non-private reference) is named, not drawn.
+NO_SIGNAL_CODES = ("nonpositive", "floor")
+#: At most this many combinations of the other axes get a figure each; beyond, only the first.
+MAX_COMBOS = 4
+
+
+# --- view models ------------------------------------------------------------------------------
+
+@dataclass
+class FitRow:
+    """A row of the executive rate-card table."""
+
+    fit: RateFit
+    exponent: float | None
+
+    @property
+    def points(self) -> str:
+        return f"{int(self.fit.used.sum())}/{len(self.fit.x)}"
+
+    @property
+    def verdict_text(self) -> str:
+        return VERDICT_TEXT[self.fit.verdict]
+
+
+@dataclass
+class CardInfo:
+    """An algorithm variant's rate card, as stored in the cube."""
+
+    label: str
+    algorithm: str
+    privacy: str
+    params: str
+    expression: str
+    exponents: list[tuple[str, float]]
+    citation: str
+    regime: str
+    notes: str
+
+
+@dataclass
+class ProblemInfo:
+    label: str
+    problem: str
+    params: str
+    constants: str
+    citation: str
+
+
+@dataclass
+class FigureEntry:
+    title: str
+    uri: str
+    alt: str
+    caption: list[str]
+
+
+@dataclass
+class PairSummary:
+    """Holm-significant paired comparisons of two algorithms on one problem."""
+
+    problem: str
+    a: str
+    b: str
+    tested: int
+    a_better: list[str]
+    b_better: list[str]
+
+
+@dataclass
+class CellGroup:
+    """Cells of one status sharing one message."""
+
+    status: str
+    message: str
+    count: int
+    algorithms: list[str]
+    problems: list[str]
+
+    @property
+    def first_line(self) -> str:
+        return self.message.strip().splitlines()[0] if self.message.strip() else "(no message)"
+
+    @property
+    def multiline(self) -> bool:
+        return len(self.message.strip().splitlines()) > 1
+
+
+@dataclass
+class ExperimentSection:
+    name: str
+    description: str
+    shape: str
+    normalisation: str
+    counts: Counts
+    problems: list[ProblemInfo]
+    cards: list[CardInfo]
+    references: list[str]
+    rows: list[FitRow]
+    figures: list[FigureEntry] = field(default_factory=list)
+    figure_notes: list[str] = field(default_factory=list)
+    n_comparisons: int = 0
+    pairs: list[PairSummary] = field(default_factory=list)
+    significant: list[Comparison] = field(default_factory=list)
+    crossovers: list[Crossover] = field(default_factory=list)
+    collapse: list[CollapseCheck] = field(default_factory=list)
+    convergence: list[EpsilonConvergence] = field(default_factory=list)
+    cells: list[CellGroup] = field(default_factory=list)
+    missing: list[str] = field(default_factory=list)
+
+    @property
+    def incomplete(self) -> bool:
+        return self.counts.pending + self.counts.failed > 0
+
+
+# --- helpers ----------------------------------------------------------------------------------
+
+def _mapping_text(d: dict[str, Any] | None) -> str:
+    return ", ".join(f"{k}={num(v, 6) if isinstance(v, float) else v}"
+                     for k, v in (d or {}).items())
+
+
+def _algorithm_info(ds: xr.Dataset, label: str) -> dict[str, Any]:
+    return dict(ds.attrs.get("algorithms", {}).get(label, {}))
+
+
+def _exponent(ds: xr.Dataset, label: str, axis: str) -> float | None:
+    card = _algorithm_info(ds, label).get("rate_card") or {}
+    value = card.get("exponents", {}).get(axis)
+    return float(value) if value is not None else None
+
+
+def _cards(ds: xr.Dataset) -> tuple[list[CardInfo], list[str]]:
+    """Rate cards of the algorithms that have one, and the labels of those without."""
+    cards, refs = [], []
+    for label in (str(a) for a in ds.algorithm.values):
+        info = _algorithm_info(ds, label)
+        card = info.get("rate_card")
+        if not card:
+            refs.append(f"{label} ({info.get('algorithm', '?')}, "
+                        f"privacy {info.get('privacy', '?')})")
+            continue
+        exps = [(str(k), float(v)) for k, v in card.get("exponents", {}).items()]
+        cards.append(CardInfo(label, str(info.get("algorithm", "")), str(info.get("privacy", "")),
+                              _mapping_text(info.get("params")), card.get("expression", ""), exps,
+                              card.get("citation", ""), card.get("regime", ""),
+                              card.get("notes", "")))
+    return cards, refs
+
+
+def _problems(ds: xr.Dataset) -> list[ProblemInfo]:
+    out = []
+    for label in (str(p) for p in ds.problem.values):
+        info = ds.attrs.get("problems", {}).get(label, {})
+        out.append(ProblemInfo(label, str(info.get("problem", "")),
+                               _mapping_text(info.get("params")),
+                               _mapping_text(info.get("constants")),
+                               str(info.get("citation", ""))))
+    return out
+
+
+def _shape_text(ds: xr.Dataset) -> str:
+    return " × ".join(f"{axis_symbol(d)}={ds.sizes[d]}" for d in ds.excess_risk.dims)
+
+
+def _seed_points(ds: xr.Dataset, fit: RateFit) -> tuple[np.ndarray, np.ndarray]:
+    """Axis values and excess risks of the done seeds along a fit's curve."""
+    sub = ds.sel({"algorithm": fit.algorithm, "problem": fit.problem, **fit.fixed})
+    er = sub.excess_risk.transpose(fit.axis, "seed").values
+    done = sub.status.transpose(fit.axis, "seed").values == DONE
+    x = np.broadcast_to(np.asarray(ds[fit.axis].values, dtype=float)[:, None], er.shape)
+    return x[done], er[done]
+
+
+def _has_signal(fit: RateFit) -> bool:
+    """True if some point has a positive mean above the optimisation floor (worth a log plot)."""
+    return any(m > 0 and code not in NO_SIGNAL_CODES for m, code in zip(fit.mean, fit.exclusion))
+
+
+def _not_drawn_reason(ds: xr.Dataset, fit: RateFit) -> str:
+    why = (f"{fit.algorithm} — mean excess ≤ 0 or below the optimisation floor (round-off of "
+           "the certified optimum) at every point")
+    if _algorithm_info(ds, fit.algorithm).get("privacy") == "none":
+        why += "; it is the non-private reference"
+    return why
+
+
+# --- figures ----------------------------------------------------------------------------------
+
+def _panel_groups(fits: Sequence[RateFit], problems: Sequence[str], axes: Sequence[str],
+                  ) -> list[tuple[str, str, list[dict[str, Any]], list[RateFit]]]:
+    """(problem, axis, fixed combinations in cube order, fits) for every problem × swept axis."""
+    out = []
+    for prob, axis in itertools.product(problems, axes):
+        group = [f for f in fits if f.problem == prob and f.axis == axis]
+        combos: list[dict[str, Any]] = []
+        for f in group:
+            if f.fixed not in combos:
+                combos.append(f.fixed)
+        if group:
+            out.append((prob, axis, combos, group))
+    return out
+
+
+def _combo_note(axis: str, combos: Sequence[dict[str, Any]]) -> str:
+    swept = [k for k in combos[0] if any(c[k] != combos[0][k] for c in combos)]
+    return (f"{len(combos)} combinations of the other swept axes "
+            f"({', '.join(axis_symbol(k) for k in swept)}) exist; only the first value of each "
+            f"({fixed_text(combos[0])}) is plotted along {axis_symbol(axis)}. Every combination "
+            "is fitted in the rate-card table.")
+
+
+def _panels(ds: xr.Dataset, fits: Sequence[RateFit]) -> tuple[list[RatePanel], list[str]]:
+    """The panels to draw, and notes on (problem, axis) pairs with combinations left undrawn."""
+    algs = [str(a) for a in ds.algorithm.values]
+    normalisation = str(ds.attrs.get("normalisation", "average scale"))
+    panels, notes = [], []
+    for prob, axis, combos, group in _panel_groups(fits, [str(p) for p in ds.problem.values],
+                                                   sweep_axes(ds)):
+        note = _combo_note(axis, combos) if len(combos) > MAX_COMBOS else ""
+        empty: list[str] = []
+        reasons: list[str] = []
+        for fixed in (combos[:1] if note else combos):
+            curves, not_drawn = [], []
+            for f in (g for g in group if g.fixed == fixed):
+                if not _has_signal(f):
+                    not_drawn.append(_not_drawn_reason(ds, f))
+                    continue
+                sx, sy = _seed_points(ds, f)
+                curves.append(Curve(f, sx, sy, PALETTE[algs.index(f.algorithm) % len(PALETTE)],
+                                    _exponent(ds, f.algorithm, axis)))
+            if curves:
+                panels.append(RatePanel(str(ds.attrs.get("experiment", "")), prob, axis, fixed,
+                                        curves, normalisation, not_drawn, note))
+            else:
+                empty.append(fixed_text(fixed))
+                reasons += [r for r in not_drawn if r not in reasons]
+        if empty:
+            notes.append(f"{prob} vs {axis_symbol(axis)}: nothing to draw at "
+                         f"{'; '.join(empty)} — " + "; ".join(reasons)
+                         + " (algorithms not applicable to the problem have no curve at all)")
+    return panels, notes
+
+
+def _figure_entry(panel: RatePanel) -> FigureEntry:
+    fig = panel.figure()
+    uri = data_uri(png_bytes(fig))
+    alt = f"{panel.title()} ({fixed_text(panel.fixed)})" if panel.fixed else panel.title()
+    return FigureEntry(panel.title(), uri, alt, panel.caption())
+
+
+# --- comparisons and cells ----------------------------------------------------------------------
+
+def _pair_summaries(comparisons: Sequence[Comparison], varying: Sequence[str],
+                    ) -> list[PairSummary]:
+    """Per (problem, a, b): how many points were tested and where each one was better (points
+    named by the ``varying`` axes only; "all points" when one was better everywhere)."""
+    pairs: dict[tuple[str, str, str], PairSummary] = {}
+    for c in comparisons:
+        key = (c.problem, c.a, c.b)
+        s = pairs.setdefault(key, PairSummary(c.problem, c.a, c.b, 0, [], []))
+        s.tested += 1
+        where = fixed_text({k: v for k, v in c.point.items() if k in varying}) or "the grid point"
+        if c.better == c.a:
+            s.a_better.append(where)
+        elif c.better == c.b:
+            s.b_better.append(where)
+    for s in pairs.values():
+        for better in (s.a_better, s.b_better):
+            if s.tested > 1 and len(better) == s.tested:
+                better[:] = [f"all {s.tested} points"]
+    return list(pairs.values())
+
+
+def _cell_groups(ds: xr.Dataset) -> list[CellGroup]:
+    """Failed and not-applicable cells grouped by identical message (cube order)."""
+    st, err = ds.status.values, ds.error.values
+    algs, probs = [str(a) for a in ds.algorithm.values], [str(p) for p in ds.problem.values]
+    out = []
+    for code, name in ((FAILED, "failed"), (NOT_APPLICABLE, "not applicable")):
+        idx = np.nonzero(st == code)
+        groups: dict[str, tuple[int, set[int], set[int]]] = {}
+        for ai, pi, msg in zip(idx[0], idx[1], err[idx]):
+            count, a_set, p_set = groups.get(str(msg), (0, set(), set()))
+            a_set.add(int(ai))
+            p_set.add(int(pi))
+            groups[str(msg)] = (count + 1, a_set, p_set)
+        for msg, (count, a_set, p_set) in groups.items():
+            out.append(CellGroup(name, msg, count, [algs[i] for i in sorted(a_set)],
+                                 [probs[i] for i in sorted(p_set)]))
+    return out
+
+
+def _missing(name: str, counts: Counts, fits: Iterable[RateFit]) -> list[str]:
+    if counts.pending + counts.failed == 0:
+        return []
+    out = [f"{name}: {counts.pending} pending and {counts.failed} failed of {counts.total} cells; "
+           "fits, figures and comparisons use the done cells only."]
+    for f in fits:
+        if f.missing:
+            out.append(f"{f.algorithm} on {f.problem} vs {axis_symbol(f.axis)} "
+                       f"({fixed_text(f.fixed)}): missing " + "; ".join(f.missing))
+    return out
+
+
+# --- experiments ------------------------------------------------------------------------------
+
+def experiment_section(store: Store, name: str, *, n_resamples: int = 2000,
+                       allow_incomplete: bool = False) -> ExperimentSection:
+    """Everything the report shows about one experiment (fits, figures, comparisons, cells)."""
+    ds = xr.open_zarr(str(store.path), group=name, consolidated=False, chunks=None)
+    ds = ds[[v for v in REPORT_VARIABLES if v in ds]].load()
+    fits = fit_rates(ds, allow_incomplete=allow_incomplete, tolerance=DEFAULT_TOLERANCE,
+                     level=LEVEL, n_resamples=n_resamples, cap_fraction=CAP_FRACTION,
+                     floor_factor=FLOOR_FACTOR, seed=FIT_SEED)
+    cards, refs = _cards(ds)
+    carded = {c.label for c in cards}
+    counts = store.counts(name)
+    comparisons = paired_comparisons(ds, alpha=ALPHA)
+    sec = ExperimentSection(
+        name=name, description=str(ds.attrs.get("description", "")).strip(),
+        shape=_shape_text(ds), normalisation=str(ds.attrs.get("normalisation", "")),
+        counts=counts, problems=_problems(ds), cards=cards, references=refs,
+        rows=[FitRow(f, _exponent(ds, f.algorithm, f.axis)) for f in fits if f.algorithm in carded],
+        n_comparisons=len(comparisons), pairs=_pair_summaries(comparisons, sweep_axes(ds)),
+        significant=[c for c in comparisons if c.better],
+        crossovers=crossovers(ds),
+        collapse=collapse_check(ds, tolerance=COLLAPSE_TOLERANCE, n_resamples=n_resamples,
+                                seed=FIT_SEED),
+        convergence=epsilon_convergence(ds), cells=_cell_groups(ds),
+        missing=_missing(name, counts, fits))
+    panels, sec.figure_notes = _panels(ds, fits)
+    sec.figures = [_figure_entry(p) for p in panels]
+    return sec
+
+
+def _check_complete(store: Store) -> None:
+    """UserInputError naming the incomplete experiments (the report needs complete cubes)."""
+    bad = []
+    for name in store.experiments():
+        c = store.counts(name)
+        if c.pending or c.failed:
+            bad.append(f"{name}: {c.pending} pending, {c.failed} failed of {c.total} cells")
+    if bad:
+        raise UserInputError(
+            f"store {str(store.path)!r} is incomplete ({'; '.join(bad)}); resume the run "
+            "(dpbench run resumes and retries failed cells) or pass --allow-incomplete "
+            "(allow_incomplete=True) to report the done cells and list what is missing")
+
+
+# --- provenance -------------------------------------------------------------------------------
+
+def _environments(store: Store) -> list[dict[str, Any]]:
+    """Package versions and machine recorded per experiment, identical records merged."""
+    out: list[dict[str, Any]] = []
+    for name in store.experiments():
+        attrs = store.root[name].attrs
+        rec = {"packages": dict(attrs.get("packages", {})),
+               "machine": dict(attrs.get("machine", {}))}
+        for env in out:
+            if env["packages"] == rec["packages"] and env["machine"] == rec["machine"]:
+                env["experiments"].append(name)
+                break
+        else:
+            out.append({**rec, "experiments": [name]})
+    return out
+
+
+def _provenance(store: Store, store_path: str | Path) -> dict[str, Any]:
+    meta = dict(store.root.attrs[ROOT_KEY])
+    return {
+        "suite_name": str(meta.get("suite_name", Path(store_path).stem)),
+        "suite_source": str(meta.get("suite_source", "")),
+        "suite_hash": str(meta.get("suite_hash", "")),
+        "suite_yaml": str(meta.get("suite_yaml", "")),
+        "root_seed": meta.get("root_seed", ""),
+        "created_utc": str(meta.get("created_utc", "")),
+        "store_version": str(meta.get("dpbench_version", "")),
+        "report_version": __version__,
+        "store_path": str(store_path),
+        "runs": list(meta.get("runs", [])),
+        "environments": _environments(store),
+    }
+
+
+def _methods(n_resamples: int) -> dict[str, Any]:
+    return {"n_resamples": n_resamples, "level": LEVEL, "tolerance": DEFAULT_TOLERANCE,
+            "max_ci_width": MAX_CI_WIDTH, "min_points": MIN_POINTS, "cap_fraction": CAP_FRACTION,
+            "floor_factor": FLOOR_FACTOR, "alpha": ALPHA, "collapse_tolerance": COLLAPSE_TOLERANCE,
+            "max_combos": MAX_COMBOS, "seed": FIT_SEED, "verdicts": VERDICT_TEXT}
+
+
+# --- rendering --------------------------------------------------------------------------------
+
+def md_cell(value: Any) -> str:
+    """Text safe inside a Markdown table cell (pipes escaped, one line)."""
+    return " ".join(str(value).split()).replace("|", "\\|")
+
+
+@functools.cache
+def environment() -> Environment:
+    """The jinja2 environment of the report templates (autoescaped HTML, strict undefined)."""
+    # select_autoescape matches name endings: "report.html.j2" needs "html.j2" to be escaped
+    escaped = ("html", "htm", "xml", "html.j2")
+    env = Environment(loader=PackageLoader("dpbench", "templates"),
+                      autoescape=select_autoescape(enabled_extensions=escaped),
+                      undefined=StrictUndefined, trim_blocks=True, lstrip_blocks=True,
+                      keep_trailing_newline=True)
+    env.filters.update(num=num, slope=slope_text, estimate=estimate_text,
+                       fixed=fixed_text, sym=axis_symbol, md=md_cell)
+    return env
+
+
+def default_output(store_path: str | Path) -> Path:
+    """``reports/<suite name>.html`` for a store (relative to the working directory)."""
+    meta = dict(Store.open(store_path).root.attrs[ROOT_KEY])
+    return Path("reports") / f"{meta.get('suite_name') or Path(store_path).stem}.html"
+
+
+def report_context(store_path: str | Path, *, n_resamples: int = 2000,
+                   allow_incomplete: bool = False) -> dict[str, Any]:
+    """Everything the templates show, computed from the store (see :func:`build_report`)."""
+    store = Store.open(store_path)
+    if not allow_incomplete:
+        _check_complete(store)
+    return {
+        "prov": _provenance(store, store_path),
+        "experiments": [experiment_section(store, name, n_resamples=n_resamples,
+                                           allow_incomplete=allow_incomplete)
+                        for name in store.experiments()],
+        "methods": _methods(n_resamples),
+    }
+
+
+def render_report(context: dict[str, Any], output_html: str | Path) -> tuple[Path, Path]:
+    """Render the HTML report and its Markdown summary (same stem, ``.md``) from a context."""
+    env = environment()
+    html_path = Path(output_html)
+    if html_path.suffix.lower() == ".md":
+        raise UserInputError(f"report output {str(html_path)!r} must be the HTML file (.html); "
+                             "the Markdown summary is written next to it")
+    md_path = html_path.with_suffix(".md")
+    html_path.parent.mkdir(parents=True, exist_ok=True)
+    html_path.write_text(env.get_template("report.html.j2").render(**context), encoding="utf-8",
+                         newline="\n")
+    md_path.write_text(env.get_template("report.md.j2").render(**context), encoding="utf-8",
+                       newline="\n")
+    return html_path, md_path
+
+
+def build_report(store_path: str | Path, output_html: str | Path, *, n_resamples: int = 2000,
+                 allow_incomplete: bool = False) -> tuple[Path, Path]:
+    """Write the HTML report of the store at ``store_path`` and its Markdown summary.
+
+    The HTML is one self-contained file (inline CSS, figures as base64 PNG ``data:`` URIs); the
+    Markdown (same stem, ``.md``) holds the provenance, rate-card tables, comparisons and cell
+    summary. Raises :class:`~dpbench.errors.StoreError` for a path that is not a dpbench store
+    and :class:`~dpbench.errors.UserInputError` for a store with pending or failed cells unless
+    ``allow_incomplete`` (then the report states what is missing). Deterministic: the same
+    store gives the same bytes. Returns (html path, markdown path).
+    """
+    context = report_context(store_path, n_resamples=n_resamples,
+                             allow_incomplete=allow_incomplete)
+    return render_report(context, output_html)
