@@ -25,6 +25,7 @@ import xarray as xr
 from scipy import stats
 
 from ..execute import DONE
+from .rates import cell_index
 
 
 @dataclass
@@ -134,11 +135,8 @@ def _mean_curve(ds: xr.Dataset, ai: int, pi: int, axis: str, fixed_idx: dict[str
     er, st = ds.excess_risk.values, ds.status.values
     out = []
     for j in range(ds.sizes[axis]):
-        idx: list[Any] = [slice(None)] * len(dims)
-        idx[0], idx[1], idx[dims.index(axis)] = ai, pi, j
-        for d, i in fixed_idx.items():
-            idx[dims.index(d)] = i
-        v = er[tuple(idx)][st[tuple(idx)] == DONE]
+        idx = cell_index(dims, {"algorithm": ai, "problem": pi, axis: j, **fixed_idx})
+        v = er[idx][st[idx] == DONE]
         out.append(v.mean() if v.size else np.nan)
     return np.asarray(out)
 
@@ -190,12 +188,9 @@ def collapse_check(ds: xr.Dataset, tolerance: float = 0.15, n_resamples: int = 1
             for combo in itertools.product(*(range(ds.sizes[d]) for d in others)):
                 samples, X = [], []
                 for i, j in itertools.product(range(len(ln)), range(len(le))):
-                    idx: list[Any] = [slice(None)] * len(dims)
-                    idx[0], idx[1] = ai, pi
-                    idx[dims.index("n")], idx[dims.index("epsilon")] = i, j
-                    for d, k in zip(others, combo):
-                        idx[dims.index(d)] = k
-                    v = er[tuple(idx)][st[tuple(idx)] == DONE]
+                    idx = cell_index(dims, {"algorithm": ai, "problem": pi, "n": i, "epsilon": j,
+                                            **dict(zip(others, combo))})
+                    v = er[idx][st[idx] == DONE]
                     if v.size >= 2 and v.mean() > 0:
                         samples.append(v)
                         X.append([1.0, ln[i], le[j]])
@@ -233,11 +228,9 @@ def epsilon_convergence(ds: xr.Dataset) -> list[EpsilonConvergence]:
             for combo in itertools.product(*(range(ds.sizes[d]) for d in others)):
                 means, ses = [], []
                 for j in range(ds.sizes["epsilon"]):
-                    idx: list[Any] = [slice(None)] * len(dims)
-                    idx[0], idx[1], idx[dims.index("epsilon")] = ai, pi, j
-                    for d, k in zip(others, combo):
-                        idx[dims.index(d)] = k
-                    v = er[tuple(idx)][st[tuple(idx)] == DONE]
+                    idx = cell_index(dims, {"algorithm": ai, "problem": pi, "epsilon": j,
+                                            **dict(zip(others, combo))})
+                    v = er[idx][st[idx] == DONE]
                     means.append(v.mean() if v.size else np.nan)
                     ses.append(v.std(ddof=1) / math.sqrt(v.size) if v.size > 1 else np.nan)
                 m, s = np.asarray(means), np.asarray(ses)

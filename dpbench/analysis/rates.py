@@ -173,6 +173,11 @@ def verdict(slope_low: float, slope_high: float, predicted: float, n_points: int
 
 # --- fitting a cube ---------------------------------------------------------------------------
 
+def cell_index(dims: Sequence[str], positions: Mapping[str, int]) -> tuple[Any, ...]:
+    """Index selecting the seeds of one cube position (``positions`` maps dims to indices)."""
+    return tuple(positions.get(d, slice(None)) for d in dims)
+
+
 def _card(ds: xr.Dataset, algorithm: str) -> RateCard | None:
     info = ds.attrs.get("algorithms", {}).get(algorithm, {})
     card = info.get("rate_card")
@@ -312,7 +317,6 @@ def fit_rates(ds: xr.Dataset, *, axes: Iterable[str] | None = None, variable: st
         for pi, prob in enumerate(ds.problem.values):
             consts = _constants(ds, str(prob))
             for axis in axes:
-                k = dims.index(axis)
                 others = [d for d in dims if d not in ("algorithm", "problem", "seed", axis)]
                 for combo in itertools.product(*(range(ds.sizes[d]) for d in others)):
                     fixed = {d: _py(ds[d].values[i]) for d, i in zip(others, combo)}
@@ -320,18 +324,16 @@ def fit_rates(ds: xr.Dataset, *, axes: Iterable[str] | None = None, variable: st
                     triv: list[float] | None = [] if trivials is not None else None
                     applicable = False
                     for j in range(ds.sizes[axis]):
-                        idx: list[Any] = [slice(None)] * len(dims)
-                        idx[0], idx[1], idx[k] = ai, pi, j
-                        for d, i in zip(others, combo):
-                            idx[dims.index(d)] = i
-                        st = status[tuple(idx)]
-                        v = vals[tuple(idx)]
+                        idx = cell_index(dims, {"algorithm": ai, "problem": pi, axis: j,
+                                                **dict(zip(others, combo))})
+                        st = status[idx]
+                        v = vals[idx]
                         applicable |= bool(np.any(st != NOT_APPLICABLE))
                         samples.append(v[st == DONE])
-                        g = gaps[tuple(idx)][st == DONE]
+                        g = gaps[idx][st == DONE]
                         gs.append(float(np.max(g)) if g.size else 0.0)
                         if triv is not None and trivials is not None:
-                            tv = trivials[tuple(idx)][st == DONE]
+                            tv = trivials[idx][st == DONE]
                             triv.append(float(tv.mean()) if tv.size else math.nan)
                         nmiss = int(np.sum((st == PENDING) | (st == FAILED)))
                         if nmiss:
