@@ -1,4 +1,4 @@
-"""The ``dpbench`` command line: run, validate, list, status, report.
+"""The ``dpbench`` command line: run, validate, list, status, report, new-plugin.
 
 Exit codes: 0 success; 1 a run finished with failed cells; 2 bad input (suite, profile, store
 path, options) — in that case nothing was written.
@@ -64,6 +64,13 @@ def _build_parser() -> argparse.ArgumentParser:
                           "summary goes next to it with the same stem")
     rep.add_argument("--allow-incomplete", action="store_true",
                      help="report a store with pending or failed cells (the report lists them)")
+
+    np_ = sub.add_parser("new-plugin", help="scaffold an out-of-tree mechanism plugin package")
+    np_.add_argument("name", help="algorithm name: lowercase letters, digits, underscores "
+                                  "(also the import package and entry-point name)")
+    np_.add_argument("--directory", default=None, metavar="DIR",
+                     help="where to write the package (default: ./NAME with dashes); must not "
+                          "exist or be empty")
     return p
 
 
@@ -162,6 +169,19 @@ def _cmd_report(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _cmd_new_plugin(args: argparse.Namespace) -> int:
+    from .scaffold import scaffold_plugin
+
+    root, files = scaffold_plugin(args.name, args.directory)
+    print(f"created plugin package {root}/ with algorithm {args.name!r}:")
+    for f in files:
+        print(f"  {f}")
+    where = root if root.is_absolute() or str(root).startswith(".") else f"./{root}"
+    print(f"next: pip install -e {where} && dpbench list algorithms "
+          "(guide: docs/writing-a-plugin.md)")
+    return EXIT_OK
+
+
 def _show_warning(message: Warning | str, category: type[Warning], filename: str, lineno: int,
                   file: object = None, line: str | None = None) -> None:
     print(f"dpbench: {category.__name__}: {message}", file=sys.stderr)
@@ -170,7 +190,8 @@ def _show_warning(message: Warning | str, category: type[Warning], filename: str
 def main(argv: Sequence[str] | None = None) -> int:
     args = _build_parser().parse_args(argv)
     handler = {"run": _cmd_run, "validate": _cmd_validate, "list": _cmd_list,
-               "status": _cmd_status, "report": _cmd_report}[args.command]
+               "status": _cmd_status, "report": _cmd_report,
+               "new-plugin": _cmd_new_plugin}[args.command]
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("default")
