@@ -80,6 +80,15 @@ def load_profile(path: str | Path) -> Profile:
                    raw.get("dask_config") or {})
 
 
+def cluster_class(prof: Profile, source: str | Path) -> type:
+    """The cluster-manager class a profile names (a clear error if it cannot be imported)."""
+    try:
+        return getattr(importlib.import_module(prof.module), prof.cls)
+    except (ImportError, AttributeError) as exc:
+        raise UserInputError(f"{source}: cluster: cannot load {prof.module}.{prof.cls}: {exc} "
+                             "(is the optional extra installed?)") from None
+
+
 def _local_cluster(workers: int | None) -> Any:
     from distributed import LocalCluster
 
@@ -108,12 +117,7 @@ def connect(scheduler: str | None = None, profile: str | Path | None = None,
     if profile is not None:
         prof = load_profile(profile)
         with dask.config.set(prof.dask_config):
-            try:
-                module = importlib.import_module(prof.module)
-                cls = getattr(module, prof.cls)
-            except (ImportError, AttributeError) as exc:
-                raise UserInputError(f"{profile}: cluster: cannot load {prof.module}.{prof.cls}: "
-                                     f"{exc} (is the optional extra installed?)") from None
+            cls = cluster_class(prof, profile)
             with cls(**prof.kwargs) as cluster:
                 if prof.scale:
                     cluster.scale(**prof.scale)

@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from .cluster import connect, load_profile
+from .cluster import cluster_class, connect, load_profile
 from .errors import UserInputError
 from .execute import DONE, FAILED, FLOAT_VARS, ChunkResult, TaskResult, run_task
 from .plan import TaskSpec, count_cells, expand, pack
@@ -161,7 +161,7 @@ def run_suite(suite: Suite, store_path: str | Path, *, scheduler: str | None = N
     if workers is not None and workers < 0:
         raise UserInputError(f"--workers must be >= 0, got {workers}")
     if profile is not None:
-        load_profile(profile)
+        cluster_class(load_profile(profile), profile)
     # Instantiating every cell's problem and algorithm validates parameter combinations that only
     # occur at some grid points, before the store is touched.
     planned = {exp.name: expand(suite, exp) for exp in suite.experiments}
