@@ -152,35 +152,33 @@ def check_declarations(algorithm: Algorithm, problem: Problem | None = None) -> 
 
 # --- 2. parameter validation ------------------------------------------------------------------
 
+def _expect_user_error(who: str, what: str, call: Callable[[], Any],
+                       must_mention: str | None = None) -> None:
+    """Assert that ``call()`` raises ``UserInputError`` (naming ``must_mention`` if given)."""
+    try:
+        call()
+    except UserInputError as exc:
+        if must_mention is not None:
+            assert must_mention in str(exc), (
+                f"{who}: the error for {what} must name {must_mention!r}; got {str(exc)!r}")
+        return
+    except Exception as exc:  # noqa: BLE001
+        raise AssertionError(f"{who}: {what} must raise dpbench.errors.UserInputError, got "
+                             f"{type(exc).__name__}: {exc}") from exc
+    raise AssertionError(f"{who}: {what} was accepted")
+
+
 def check_parameter_validation(algorithm: Algorithm, problem: Problem | None = None) -> None:
     """Unknown keywords and invalid choices raise ``UserInputError``; ``get_params`` round-trips."""
     cls = type(algorithm)
     who = _label(algorithm)
     bogus = "not_a_parameter_xyz"
-    try:
-        cls(**{bogus: 1})
-    except UserInputError as exc:
-        assert bogus in str(exc), (
-            f"{who}: the error for an unknown keyword must name it; got {str(exc)!r}")
-    except Exception as exc:  # noqa: BLE001
-        raise AssertionError(
-            f"{who}: an unknown keyword must raise dpbench.errors.UserInputError, "
-            f"got {type(exc).__name__}: {exc}") from exc
-    else:
-        raise AssertionError(f"{who}: constructing with unknown keyword {bogus!r} did not raise")
+    _expect_user_error(who, f"unknown keyword {bogus!r}", lambda: cls(**{bogus: 1}), bogus)
     for key, spec in algorithm.params.items():
         if spec.kind == "str" and spec.choices is not None:
             bad = "not_a_valid_choice_xyz"
-            try:
-                cls(**{key: bad})
-            except UserInputError:
-                pass
-            except Exception as exc:  # noqa: BLE001
-                raise AssertionError(
-                    f"{who}: invalid value for {key!r} must raise UserInputError, "
-                    f"got {type(exc).__name__}: {exc}") from exc
-            else:
-                raise AssertionError(f"{who}: {key}={bad!r} was accepted; choices are {spec.choices}")
+            _expect_user_error(who, f"{key}={bad!r} (choices are {spec.choices})",
+                               lambda key=key, bad=bad: cls(**{key: bad}))
     params = algorithm.get_params()
     assert set(params) == set(algorithm.params), (
         f"{who}: get_params() keys {sorted(params)} differ from declared {sorted(algorithm.params)}")
@@ -204,14 +202,10 @@ def check_privacy_arguments(algorithm: Algorithm, problem: Problem | None = None
     else:
         cases.append((eps, 0.0, "delta=0 for an approximate mechanism"))
     for e, d, what in cases:
-        try:
-            algorithm.release(data, prob, epsilon=e, delta=d, rng=np.random.default_rng(0))
-        except UserInputError:
-            continue
-        except Exception as exc:  # noqa: BLE001
-            raise AssertionError(f"{_label(algorithm)}: {what} must raise UserInputError, got "
-                                 f"{type(exc).__name__}: {exc}") from exc
-        raise AssertionError(f"{_label(algorithm)}: release() accepted {what} (ε={e}, δ={d})")
+        _expect_user_error(
+            _label(algorithm), f"release() with {what} (ε={e}, δ={d})",
+            lambda e=e, d=d: algorithm.release(data, prob, epsilon=e, delta=d,
+                                               rng=np.random.default_rng(0)))
 
 
 # --- 4. pickling ------------------------------------------------------------------------------
