@@ -1,7 +1,8 @@
-"""The ``dpbench`` command line: run, validate, list, status, report, new-plugin.
+"""The ``dpbench`` command line: run, validate, list, status, report, check, new-plugin.
 
-Exit codes: 0 success; 1 a run finished with failed cells; 2 bad input (suite, profile, store
-path, options) — in that case nothing was written.
+Exit codes: 0 success; 1 a run finished with failed cells, or ``check`` found an expected rate that
+does not hold; 2 bad input (suite, profile, store path, options) — in that case nothing was
+written.
 """
 
 from __future__ import annotations
@@ -64,6 +65,12 @@ def _build_parser() -> argparse.ArgumentParser:
                           "summary goes next to it with the same stem")
     rep.add_argument("--allow-incomplete", action="store_true",
                      help="report a store with pending or failed cells (the report lists them)")
+
+    chk = sub.add_parser("check", help="check the suite's expected rates (expect:) against the "
+                                       "fitted slopes; exit 1 unless every one agrees")
+    chk.add_argument("store", help="a dpbench store")
+    chk.add_argument("--allow-incomplete", action="store_true",
+                     help="check a store with pending or failed cells")
 
     np_ = sub.add_parser("new-plugin", help="scaffold an out-of-tree mechanism plugin package")
     np_.add_argument("name", help="algorithm name: lowercase letters, digits, underscores "
@@ -169,6 +176,33 @@ def _cmd_report(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _cmd_check(args: argparse.Namespace) -> int:
+    from rich.table import Table
+
+    from .report.build import store_expectations
+    from .report.figures import estimate_text, fixed_text
+    from .tables import print_tables
+
+    checks = store_expectations(args.store, allow_incomplete=args.allow_incomplete)
+    if not checks:
+        print(f"{args.store}: the suite declares no expected rates (expect:)")
+        return EXIT_OK
+    t = Table(title="expected rates (average scale)")
+    for col in ("id", "experiment", "algorithm", "problem", "axis", "fixed", "expected",
+                "fitted [95% CI]", "points", "outcome"):
+        t.add_column(col)
+    for c in checks:
+        e = c.expectation
+        t.add_row(e.id, c.experiment, e.algorithm, e.problem, e.axis, fixed_text(c.fixed),
+                  f"{e.slope:+.2f} ± {e.tolerance:g}", estimate_text(c.slope, c.slope_low,
+                                                                     c.slope_high),
+                  f"{c.points_used}/{c.points}", c.outcome)
+    print_tables(t)
+    bad = [c for c in checks if c.outcome != "agrees"]
+    print(f"{len(checks) - len(bad)} of {len(checks)} expected rates agree")
+    return EXIT_OK if not bad else EXIT_FAILED_CELLS
+
+
 def _cmd_new_plugin(args: argparse.Namespace) -> int:
     from .scaffold import scaffold_plugin
 
@@ -190,7 +224,7 @@ def _show_warning(message: Warning | str, category: type[Warning], filename: str
 def main(argv: Sequence[str] | None = None) -> int:
     args = _build_parser().parse_args(argv)
     handler = {"run": _cmd_run, "validate": _cmd_validate, "list": _cmd_list,
-               "status": _cmd_status, "report": _cmd_report,
+               "status": _cmd_status, "report": _cmd_report, "check": _cmd_check,
                "new-plugin": _cmd_new_plugin}[args.command]
     try:
         with warnings.catch_warnings():

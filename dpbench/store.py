@@ -162,6 +162,8 @@ class Store:
         for exp in suite.experiments:
             if not store._initialised(exp.name):
                 store._create_experiment(suite, exp)
+            # Expected rates never change results, so they are refreshed on every prepare.
+            store.root[exp.name].attrs["expectations"] = [e.to_dict() for e in exp.expectations]
         return store
 
     def _initialised(self, name: str) -> bool:

@@ -47,7 +47,8 @@ SCHEMA_VERSION = 1
 CORE_AXES = ("n", "p", "epsilon", "delta")
 _IDENT = re.compile(r"^[A-Za-z][A-Za-z0-9_.\-]*$")
 _TOP_KEYS = ("name", "description", "root_seed", "seeds", "cell_timeout_s", "experiments")
-_EXP_KEYS = ("name", "description", "seeds", "problems", "algorithms", "grid")
+_EXP_KEYS = ("name", "description", "seeds", "problems", "algorithms", "grid", "expect")
+_EXPECT_KEYS = ("id", "algorithm", "problem", "axis", "slope", "tolerance", "at", "source")
 _PROB_KEYS = ("problem", "label", "params")
 _ALGO_KEYS = ("algorithm", "label", "params")
 RESERVED_AXES = ("algorithm", "problem", "seed")
@@ -80,6 +81,39 @@ class PluginSpec:
         return self.cls(**self.params, **own)
 
 
+@dataclass(frozen=True)
+class Expectation:
+    """A rate the suite author expects to see: a paper's exponent along one axis.
+
+    ``slope`` is on the cube's **average** scale (BST14 states sum-scale rates: subtract 1 from the
+    n-exponent). The check (:mod:`dpbench.analysis.expectations`) fits the log-log slope of the
+    named algorithm on the named problem along ``axis`` (capped and floor points excluded as usual)
+    and calls it in agreement when the fitted slope is within ``tolerance`` of ``slope``. ``at``
+    fixes some of the other axes (default: every combination is checked). Expectations do not
+    change what is computed, so editing them never invalidates a store.
+    """
+
+    id: str
+    algorithm: str
+    problem: str
+    axis: str
+    slope: float
+    tolerance: float
+    at: dict[str, Any] = field(default_factory=dict)
+    source: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"id": self.id, "algorithm": self.algorithm, "problem": self.problem,
+                "axis": self.axis, "slope": self.slope, "tolerance": self.tolerance,
+                "at": dict(self.at), "source": self.source}
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> Expectation:
+        return cls(str(d["id"]), str(d["algorithm"]), str(d["problem"]), str(d["axis"]),
+                   float(d["slope"]), float(d["tolerance"]), dict(d.get("at") or {}),
+                   str(d.get("source", "")))
+
+
 #: Readable aliases: an experiment's problems and algorithm variants.
 ProblemSpec = PluginSpec
 AlgorithmSpec = PluginSpec
@@ -94,6 +128,7 @@ class Experiment:
     algorithms: tuple[AlgorithmSpec, ...]
     grid: dict[str, list[Any]]
     extra_routing: dict[str, str] = field(default_factory=dict)  # axis -> "problem" | "algorithm"
+    expectations: tuple[Expectation, ...] = ()
 
     @property
     def axes(self) -> tuple[str, ...]:
@@ -355,12 +390,71 @@ def _validate_experiment(errs: _Errors, path: str, raw: Any, default_seeds: int,
         if cls.privacy == "approx" and any(d == 0 for d in deltas):
             errs.add(f"{path}.algorithms[{lab}]",
                      f"{nm} is an (ε, δ)-DP mechanism but grid.delta contains 0; allowed: values in (0, 1)")
+    expectations = _expectations(errs, f"{path}.expect", raw.get("expect", []),
+                                 [a.label for a in algo_specs], [p.label for p in problem_specs],
+                                 grid)
     if len(errs.items) > n_before:
         return None
     ordered = {a: grid[a] for a in CORE_AXES}
     ordered.update({a: grid[a] for a in grid if a not in CORE_AXES})
     return Experiment(name, str(raw.get("description", "")), seeds, tuple(problem_specs),
-                      tuple(algo_specs), ordered, routing)
+                      tuple(algo_specs), ordered, routing, tuple(expectations))
+
+
+def _expectations(errs: _Errors, path: str, raw: Any, algorithms: list[str],
+                  problems: list[str], grid: Mapping[str, list[Any]]) -> list[Expectation]:
+    """Validate an experiment's ``expect`` list (labels, axes and ``at`` values must exist)."""
+    if raw is None:
+        return []
+    if not isinstance(raw, list):
+        errs.add(path, "must be a list of expected rates "
+                       "({id, algorithm, problem, axis, slope, tolerance, at, source})")
+        return []
+    out: list[Expectation] = []
+    for i, entry in enumerate(raw):
+        where = f"{path}[{i}]"
+        if not isinstance(entry, dict):
+            errs.add(where, "must be a mapping with id, algorithm, problem, axis, slope, tolerance")
+            continue
+        n_before = len(errs.items)
+        _check_keys(errs, where, entry, _EXPECT_KEYS)
+        for key in ("id", "algorithm", "problem", "axis", "slope", "tolerance"):
+            if key not in entry:
+                errs.add(where, f"missing field '{key}'")
+        if len(errs.items) > n_before:
+            continue
+        for key, labels, kind in (("algorithm", algorithms, "algorithm labels"),
+                                  ("problem", problems, "problem labels")):
+            if entry[key] not in labels:
+                errs.add(f"{where}.{key}", f"{entry[key]!r} is not one of the experiment's "
+                         f"{kind}{did_you_mean(str(entry[key]), labels)}; allowed: "
+                         f"{', '.join(labels)}")
+        axis = entry["axis"]
+        swept = [a for a, v in grid.items() if len(v) >= 2]
+        if axis not in swept:
+            errs.add(f"{where}.axis", f"{axis!r} is not a swept axis of the experiment (an axis "
+                     f"with at least 2 values){did_you_mean(str(axis), swept)}; allowed: "
+                     f"{', '.join(swept) or '(none)'}")
+        if not (_is_real(entry["slope"]) and math.isfinite(entry["slope"])):
+            errs.add(f"{where}.slope", f"must be a finite number, got {entry['slope']!r}")
+        if not (_is_real(entry["tolerance"]) and entry["tolerance"] > 0):
+            errs.add(f"{where}.tolerance", f"must be a number > 0, got {entry['tolerance']!r}")
+        at = entry.get("at") or {}
+        if not isinstance(at, dict):
+            errs.add(f"{where}.at", f"must be a mapping of axis names to grid values, got {at!r}")
+            at = {}
+        for k, v in at.items():
+            if k == axis or k not in grid:
+                errs.add(f"{where}.at.{k}", f"must name another axis of the grid; allowed: "
+                         f"{', '.join(a for a in grid if a != axis)}")
+            elif not any(v == g for g in grid[k]):
+                errs.add(f"{where}.at.{k}", f"{v!r} is not a grid value; allowed: {grid[k]}")
+        if len(errs.items) > n_before:
+            continue
+        out.append(Expectation(str(entry["id"]), entry["algorithm"], entry["problem"], axis,
+                               float(entry["slope"]), float(entry["tolerance"]), dict(at),
+                               str(entry.get("source", ""))))
+    return out
 
 
 def parse_suite(text: str, source: str = "<suite>") -> Suite:

@@ -2,12 +2,13 @@
 
 from .compare import (CollapseCheck, Comparison, Crossover, EpsilonConvergence, collapse_check,
                       crossovers, epsilon_convergence, holm, paired_comparisons)
+from .expectations import OUTCOMES, ExpectationCheck, check_expectations
 from .rates import (DEFAULT_TOLERANCE, EXCLUSION_CODES, VERDICT_TEXT, VERDICTS, RateFit, fit_curve, fit_rates,
                     fits_frame, slope_ci, sweep_axes, verdict)
 
 __all__ = [
     "DEFAULT_TOLERANCE", "EXCLUSION_CODES", "VERDICTS", "VERDICT_TEXT", "CollapseCheck", "Comparison", "Crossover",
-    "EpsilonConvergence", "RateFit", "collapse_check", "crossovers", "epsilon_convergence",
+    "EpsilonConvergence", "ExpectationCheck", "OUTCOMES", "RateFit", "check_expectations", "collapse_check", "crossovers", "epsilon_convergence",
     "fit_curve", "fit_rates", "fits_frame", "holm", "paired_comparisons", "slope_ci",
     "sweep_axes", "verdict",
 ]

@@ -20,7 +20,8 @@ from jinja2 import Environment, PackageLoader, StrictUndefined, select_autoescap
 
 from .._version import __version__
 from ..analysis import (DEFAULT_TOLERANCE, VERDICT_TEXT, CollapseCheck, Comparison, Crossover,
-                        EpsilonConvergence, RateFit, collapse_check, crossovers,
+                        EpsilonConvergence, ExpectationCheck, RateFit, check_expectations,
+                        collapse_check, crossovers,
                         epsilon_convergence, fit_rates, paired_comparisons, sweep_axes)
 from ..analysis.rates import MAX_CI_WIDTH, MIN_POINTS
 from ..errors import UserInputError
@@ -147,6 +148,7 @@ class ExperimentSection:
     convergence: list[EpsilonConvergence] = field(default_factory=list)
     cells: list[CellGroup] = field(default_factory=list)
     missing: list[str] = field(default_factory=list)
+    expectations: list[ExpectationCheck] = field(default_factory=list)
 
     @property
     def incomplete(self) -> bool:
@@ -345,14 +347,37 @@ def _missing(name: str, counts: Counts, fits: Iterable[RateFit]) -> list[str]:
 
 # --- experiments ------------------------------------------------------------------------------
 
-def experiment_section(store: Store, name: str, *, n_resamples: int = 2000,
-                       allow_incomplete: bool = False) -> ExperimentSection:
-    """Everything the report shows about one experiment (fits, figures, comparisons, cells)."""
+def experiment_fits(store: Store, name: str, *, n_resamples: int = 2000,
+                    allow_incomplete: bool = False) -> tuple[xr.Dataset, list[RateFit]]:
+    """An experiment's cube (the variables the report reads) and its rate fits, with the report's
+    analysis settings (the Methods section states them)."""
     ds = xr.open_zarr(str(store.path), group=name, consolidated=False, chunks=None)
     ds = ds[[v for v in REPORT_VARIABLES if v in ds]].load()
     fits = fit_rates(ds, allow_incomplete=allow_incomplete, tolerance=DEFAULT_TOLERANCE,
                      level=LEVEL, n_resamples=n_resamples, cap_fraction=CAP_FRACTION,
                      floor_factor=FLOOR_FACTOR, seed=FIT_SEED)
+    return ds, fits
+
+
+def store_expectations(store_path: str | Path, *, n_resamples: int = 2000,
+                       allow_incomplete: bool = False) -> list[ExpectationCheck]:
+    """Every experiment's declared expected rates checked against its fits (``dpbench check``)."""
+    store = Store.open(store_path)
+    if not allow_incomplete:
+        _check_complete(store)
+    out: list[ExpectationCheck] = []
+    for name in store.experiments():
+        ds, fits = experiment_fits(store, name, n_resamples=n_resamples,
+                                   allow_incomplete=allow_incomplete)
+        out.extend(check_expectations(fits, ds.attrs.get("expectations", []), name))
+    return out
+
+
+def experiment_section(store: Store, name: str, *, n_resamples: int = 2000,
+                       allow_incomplete: bool = False) -> ExperimentSection:
+    """Everything the report shows about one experiment (fits, figures, comparisons, cells)."""
+    ds, fits = experiment_fits(store, name, n_resamples=n_resamples,
+                               allow_incomplete=allow_incomplete)
     cards, refs = _cards(ds)
     carded = {c.label for c in cards}
     counts = store.counts(name)
@@ -368,7 +393,8 @@ def experiment_section(store: Store, name: str, *, n_resamples: int = 2000,
         collapse=collapse_check(ds, tolerance=COLLAPSE_TOLERANCE, n_resamples=n_resamples,
                                 seed=FIT_SEED),
         convergence=epsilon_convergence(ds), cells=_cell_groups(ds),
-        missing=_missing(name, counts, fits))
+        missing=_missing(name, counts, fits),
+        expectations=check_expectations(fits, ds.attrs.get("expectations", []), name))
     panels, sec.figure_notes = _panels(ds, fits)
     sec.figures = [_figure_entry(p) for p in panels]
     return sec
