@@ -57,3 +57,100 @@ class Ball(ConstraintSet):
 
     def center(self, p: int) -> np.ndarray:
         return np.zeros(p)
+
+
+class BallAt(ConstraintSet):
+    """The Euclidean ball of ``radius`` centred at ``center`` (a fixed vector).
+
+    Used for localisation (BST14 Algorithm 4): C₀ = C ∩ B(θ₀, r₀) with a *private* θ₀ and a
+    data-independent r₀.
+    """
+
+    def __init__(self, center: np.ndarray, radius: float) -> None:
+        self.center_point = np.array(center, dtype=float)
+        self.center_point.flags.writeable = False
+        self.radius = float(radius)
+
+    def project(self, theta: np.ndarray) -> np.ndarray:
+        theta = np.asarray(theta, dtype=float)
+        return self.center_point + Ball(self.radius).project(theta - self.center_point)
+
+    def contains(self, theta: np.ndarray, tol: float = 1e-12) -> bool | np.ndarray:
+        return Ball(self.radius).contains(np.asarray(theta, dtype=float) - self.center_point, tol)
+
+    @property
+    def diameter(self) -> float:
+        return 2.0 * self.radius
+
+    def center(self, p: int) -> np.ndarray:
+        return self.center_point.copy()
+
+
+class Intersection(ConstraintSet):
+    """C₁ ∩ C₂ ∩ … of balls (``Ball`` or ``BallAt``), assumed non-empty.
+
+    Projection by Dykstra's alternating projections (spec §2.0), run to a fixed tolerance;
+    membership is the conjunction; the diameter is bounded by the smallest member's diameter (the
+    public bound ‖C₀‖ ≤ 2r₀ of BST14 Algorithm 4). ``center`` is the point where iterative
+    mechanisms start: the projection of the last member's centre, a post-processing of whatever
+    made the sets (for localisation: of the private θ₀).
+    """
+
+    def __init__(self, *sets: ConstraintSet, tol: float = 1e-12, max_iter: int = 10_000) -> None:
+        if not sets:
+            raise ValueError("Intersection needs at least one set")
+        self.sets = tuple(sets)
+        self.tol = tol
+        self.max_iter = max_iter
+
+    def balls(self, p: int) -> tuple[np.ndarray, np.ndarray]:
+        """Centres (m, p) and radii (m,) of the member balls (for compiled kernels)."""
+        centers, radii = [], []
+        for s in self.sets:
+            if isinstance(s, Ball):
+                centers.append(np.zeros(p))
+            elif isinstance(s, BallAt):
+                centers.append(s.center_point)
+            else:
+                raise TypeError(f"Intersection.balls: {type(s).__name__} is not a ball")
+            radii.append(s.radius)
+        return np.array(centers, dtype=float), np.array(radii, dtype=float)
+
+    def _project_one(self, x: np.ndarray) -> np.ndarray:
+        if all(s.contains(x, tol=0.0) for s in self.sets):
+            return x
+        y = x.copy()
+        corrections = [np.zeros_like(x) for _ in self.sets]
+        for _ in range(self.max_iter):
+            prev = y
+            for j, s in enumerate(self.sets):
+                z = s.project(y + corrections[j])
+                corrections[j] = y + corrections[j] - z
+                y = z
+            if float(np.linalg.norm(y - prev)) <= self.tol * (1.0 + float(np.linalg.norm(y))):
+                break
+        # Dykstra converges to the projection; finish with a feasibility-restoring pass so the
+        # result is inside every set up to rounding.
+        for s in self.sets:
+            y = s.project(y)
+        return y
+
+    def project(self, theta: np.ndarray) -> np.ndarray:
+        theta = np.asarray(theta, dtype=float)
+        if theta.ndim == 1:
+            return self._project_one(theta)
+        return np.stack([self._project_one(row) for row in theta])
+
+    def contains(self, theta: np.ndarray, tol: float = 1e-12) -> bool | np.ndarray:
+        theta = np.asarray(theta, dtype=float)
+        out = self.sets[0].contains(theta, tol)
+        for s in self.sets[1:]:
+            out = np.logical_and(out, s.contains(theta, tol))
+        return out if theta.ndim > 1 else bool(out)
+
+    @property
+    def diameter(self) -> float:
+        return min(s.diameter for s in self.sets)
+
+    def center(self, p: int) -> np.ndarray:
+        return self.project(self.sets[-1].center(p))

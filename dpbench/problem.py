@@ -20,12 +20,15 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, Callable, ClassVar
 
 import numpy as np
 
 from .constraints import ConstraintSet
 from .params import Param, Parametrized
+
+if TYPE_CHECKING:
+    from .kernels import LossKernel
 
 
 @dataclass(frozen=True)
@@ -149,3 +152,24 @@ class Problem(Parametrized):
     def population_excess(self, theta: np.ndarray, p: int) -> float:
         """Excess population risk of θ; NaN when the problem defines no data law."""
         return math.nan
+
+    # --- optional fast paths ------------------------------------------------------------------
+    def kernel(self) -> LossKernel | None:
+        """Compiled per-example loss and gradient (:mod:`dpbench.kernels`), or ``None``.
+
+        Mechanisms with compiled inner loops (NoisySGD, the MCMC samplers) use it when present and
+        fall back to :meth:`loss` / :meth:`grad` otherwise.
+        """
+        return None
+
+    def expmech_sampler(
+        self, data: Dataset, k: float, region: ConstraintSet
+    ) -> Callable[[np.random.Generator], np.ndarray] | None:
+        """An exact sampler of the density ∝ exp(−k·Σᵢ ℓ(θ; dᵢ)) on ``region`` ⊆ C, or ``None``.
+
+        ``k`` is the temperature on the **sum** loss (BST14 Algorithm 2: k = ε/(2L‖C‖)); ``region``
+        is C itself or a localised C ∩ B(θ₀, r₀) (Algorithm 4). Return ``None`` when no exact
+        sampler exists for this data or region; ExpMech then reports the cell not applicable
+        (``sampler="exact"``) or uses MCMC.
+        """
+        return None

@@ -223,7 +223,7 @@ class Store:
             algo = spec.build(exp.algorithm_axes(first))
             card = algo.rate_card()
             algos[spec.label] = {"algorithm": spec.name, "params": spec.params,
-                                 "version": spec.cls.version, "privacy": spec.cls.privacy,
+                                 "version": spec.cls.version, "privacy": algo.privacy,
                                  "citation": spec.cls.citation,
                                  "requires": list(algo.requirements()),
                                  "rate_card": card.to_dict() if card else None}

@@ -286,6 +286,15 @@ def _labelled(errs: _Errors, path: str, entries: Any, kind: str, key: str,
     return out
 
 
+def _privacy_of(cls: type, params: Mapping[str, Any]) -> str:
+    """The privacy kind of a configured algorithm (class default if the parameters are invalid:
+    that error is reported where the parameters are validated)."""
+    try:
+        return str(cls(**params).privacy)
+    except Exception:
+        return str(cls.privacy)
+
+
 def _validate_experiment(errs: _Errors, path: str, raw: Any, default_seeds: int,
                          ) -> Experiment | None:
     if not isinstance(raw, dict):
@@ -307,7 +316,7 @@ def _validate_experiment(errs: _Errors, path: str, raw: Any, default_seeds: int,
     if not isinstance(grid_raw, dict):
         errs.add(f"{path}.grid", "required mapping of axis names to lists of values (n, p, epsilon, ...)")
         grid_raw = {}
-    kinds = {cls.privacy for _, _, _, cls in algos}
+    kinds = {_privacy_of(cls, params) for _, _, params, cls in algos}
     for axis in ("n", "p", "epsilon"):
         if axis not in grid_raw:
             errs.add(f"{path}.grid.{axis}", "required axis is missing")
@@ -374,20 +383,24 @@ def _validate_experiment(errs: _Errors, path: str, raw: Any, default_seeds: int,
     algo_specs: list[AlgorithmSpec] = []
     deltas = grid.get("delta", [])
     for lab, nm, params, cls in algos:
+        privacy = cls.privacy
         try:
             own = {a: grid[a][0] for a, r in routing.items()
                    if r == "algorithm" and a in cls.params and a in grid}
-            resolved = cls(**params, **own).get_params()
+            instance = cls(**params, **own)
+            # The privacy kind may depend on parameters (e.g. Gamma vs Gaussian noise).
+            privacy = instance.privacy
+            resolved = instance.get_params()
             fixed = {k: resolved[k] for k in resolved if k not in own}
             algo_specs.append(AlgorithmSpec(lab, nm, fixed, cls))
         except UserInputError as exc:
             errs.add(f"{path}.algorithms[{lab}].params", str(exc))
-        if cls.privacy == "pure" and any(d != 0 for d in deltas):
+        if privacy == "pure" and any(d != 0 for d in deltas):
             errs.add(f"{path}.algorithms[{lab}]",
                      f"{nm} is a pure ε-DP mechanism but grid.delta is {deltas}; allowed: delta: [0]. "
                      "Put pure and (ε, δ) mechanisms in separate experiments (they see the same "
                      "data seeds, so comparisons stay paired)")
-        if cls.privacy == "approx" and any(d == 0 for d in deltas):
+        if privacy == "approx" and any(d == 0 for d in deltas):
             errs.add(f"{path}.algorithms[{lab}]",
                      f"{nm} is an (ε, δ)-DP mechanism but grid.delta contains 0; allowed: values in (0, 1)")
     expectations = _expectations(errs, f"{path}.expect", raw.get("expect", []),

@@ -4,6 +4,15 @@ Bassily, Smith and Thakurta, "Private Empirical Risk Minimization: Efficient Alg
 Error Bounds" (FOCS 2014; arXiv:1405.7085), Algorithm 1, Thm 2.1 (privacy) and Thm 2.4 (utility).
 Spec: ``shared/spec/bst14.md`` §2.1 (incl. 2.1.1–2.1.4), §3.2, §4.7 (oracles O2/O3), §6.1 (R2, R4),
 §6.3 (caps), §7.3 item 9, §8.1–8.2.
+
+The T-step loop is :func:`noisy_sgd_path`, shared with other mechanisms (Localize-δ runs it on
+C ∩ B(θ₀, r₀)). It has two implementations: a numba-compiled loop, used when the problem has a
+compiled kernel (:func:`dpbench.kernels.resolve_kernel`) and C is a ball or an intersection of
+balls, and a numpy fallback for every other problem. Both are deterministic for a fixed seed and
+consume the generator in the same order (blocks of ``BLOCK`` indices, then ``BLOCK × p`` normals),
+so they follow the same trajectory; the released points agree up to floating-point rounding
+(summation order in the kernel versus numpy), not bit for bit. ``Release.info["path"]`` records
+which one ran.
 """
 
 from __future__ import annotations
@@ -13,18 +22,30 @@ from typing import ClassVar
 
 import numpy as np
 
+from numba import njit
+
 from ..algorithm import Algorithm, Release
+from ..constraints import Ball, BallAt, ConstraintSet, Intersection
 from ..deadline import checkpoint
 from ..errors import NotApplicable
 from ..params import Param
 from ..privacy.accountant import ACCOUNTING, calibrate_noisy_sgd, noisy_sgd_epsilon
 from ..privacy.ledger import Charge, PrivacyLedger
 from ..privacy.noise import gaussian_noise
+from ..kernels import LossKernel, kernel_arrays, resolve_kernel
 from ..problem import Dataset, Problem
 from ..ratecard import RateCard
 
-#: Steps whose randomness is drawn at once. A constant: the output depends only on the rng.
+#: Steps whose randomness is drawn at once on the numpy path. A constant: the output depends only
+#: on the rng.
 BLOCK = 8192
+
+#: Steps per call of the compiled loop, a multiple of ``BLOCK``; ``checkpoint()`` runs between
+#: calls (~10 ms of work at p = 10).
+COMPILED_BLOCK = 8 * BLOCK
+
+VARIANTS = ("lipschitz", "strongly_convex")
+OUTPUTS = ("last", "average", "suffix")
 
 # Rate cards on the AVERAGE scale (the spec's sum-scale bounds divided by n once), keyed by
 # (variant, sigma_mode, averaged output?). See NoisySGD.rate_card for the derivations.
@@ -59,6 +80,268 @@ def paper_noise_multiplier(n: int, epsilon: float, delta: float) -> float:
     return math.sqrt(8.0 * math.log(n / delta) * math.log(1.0 / delta)) / epsilon
 
 
+# --- the shared T-step path ----------------------------------------------------------------------
+@njit(cache=True)
+def _project_ball(theta, center, radius, out):  # type: ignore[no-untyped-def]
+    """out = Π_{B(center, radius)}(theta), as ``Ball.project`` / ``BallAt.project`` compute it."""
+    sq = 0.0
+    for j in range(theta.shape[0]):
+        d = theta[j] - center[j]
+        out[j] = d
+        sq += d * d
+    norm = math.sqrt(sq)
+    scale = 1.0 if norm <= radius else radius / norm
+    for j in range(theta.shape[0]):
+        out[j] = center[j] + out[j] * scale
+
+
+@njit(cache=True)
+def _inside_all(theta, centers, radii):  # type: ignore[no-untyped-def]
+    for b in range(radii.shape[0]):
+        sq = 0.0
+        for j in range(theta.shape[0]):
+            d = theta[j] - centers[b, j]
+            sq += d * d
+        if math.sqrt(sq) > radii[b]:
+            return False
+    return True
+
+
+@njit(cache=True)
+def project_balls(theta, centers, radii, tol, max_iter):  # type: ignore[no-untyped-def]
+    """In place: θ ← Π_{∩ B(centers[b], radii[b])}(θ), compiled.
+
+    One ball: the closed form. Several: Dykstra's alternating projections (spec §2.0) with the
+    stopping rule and final feasibility pass of :meth:`dpbench.constraints.Intersection.project`
+    (``tol``, ``max_iter`` are the intersection's), so both agree up to rounding.
+    """
+    m, p = radii.shape[0], theta.shape[0]
+    if m == 1:
+        _project_ball(theta, centers[0], radii[0], theta)  # in place: aliasing is safe
+        return
+    if _inside_all(theta, centers, radii):
+        return
+    y = theta.copy()
+    prev = np.empty(p)
+    shifted = np.empty(p)
+    corrections = np.zeros((m, p))
+    for _ in range(max_iter):
+        prev[:] = y
+        for b in range(m):
+            for j in range(p):
+                shifted[j] = y[j] + corrections[b, j]
+            _project_ball(shifted, centers[b], radii[b], y)
+            for j in range(p):
+                corrections[b, j] = shifted[j] - y[j]
+        change = 0.0
+        size = 0.0
+        for j in range(p):
+            change += (y[j] - prev[j]) ** 2
+            size += y[j] * y[j]
+        if math.sqrt(change) <= tol * (1.0 + math.sqrt(size)):
+            break
+    for b in range(m):
+        shifted[:] = y
+        _project_ball(shifted, centers[b], radii[b], y)
+    theta[:] = y
+
+
+# Not cached on disk: numba keys a first-class-function argument (the kernel's ``grad``) by its
+# address, so every process would miss the cache and append a new entry. It compiles once per
+# process and kernel instead (~2–3 s).
+@njit(cache=False)
+def _sgd_steps(grad, X, y, prm, rng, theta, acc, t_first, m, block, c, sqrt_decay, clip, sigma,
+               first_kept, centers, radii, tol, max_iter):  # type: ignore[no-untyped-def]
+    """Steps t = t_first, …, t_first + m − 1 of :func:`noisy_sgd_path`, in place on θ and ``acc``.
+
+    ``t_first − 1`` must be a multiple of ``block``. Randomness is drawn exactly as on the numpy
+    path: per block of ``block`` steps (always a full block), ``block`` draws
+    ``rng.integers(0, n)`` and then ``block·p`` draws ``rng.standard_normal()`` (row-major), which
+    is the stream of ``rng.integers(0, n, size=block)`` followed by
+    ``rng.standard_normal((block, p))``. Per step: g = ∇ℓ(θ; dᵢ) by the kernel;
+    θ ← Π(θ − η(t)·n·min(1, L/‖g‖)·g − η(t)·σ·ξ) with η(t) = c/√t or c/t; and acc += θ when
+    t ≥ first_kept.
+    """
+    n = X.shape[0]
+    nf = float(n)
+    p = theta.shape[0]
+    g = np.empty(p)
+    idx = np.empty(block, np.int64)
+    noise = np.empty((block, p))
+    t_end = t_first + m
+    for t0 in range(t_first, t_end, block):
+        for k in range(block):
+            idx[k] = rng.integers(0, n)
+        for k in range(block):
+            for j in range(p):
+                noise[k, j] = sigma * rng.standard_normal()
+        for t in range(t0, min(t0 + block, t_end)):
+            k = t - t0
+            eta = c / math.sqrt(t) if sqrt_decay else c / t
+            grad(theta, X, y, prm, idx[k], g)
+            sq = 0.0
+            for j in range(p):
+                sq += g[j] * g[j]
+            gn = math.sqrt(sq)
+            a = eta * nf
+            if gn > clip:  # clip to the declared L (spec §2.0)
+                a *= clip / gn
+            for j in range(p):
+                theta[j] = theta[j] - a * g[j] - eta * noise[k, j]
+            project_balls(theta, centers, radii, tol, max_iter)
+            if t >= first_kept:
+                for j in range(p):
+                    acc[j] += theta[j]
+
+
+def compiled_projection(
+    constraint: ConstraintSet, p: int
+) -> tuple[np.ndarray, np.ndarray, float, int] | None:
+    """(centres (m, p), radii (m,), tol, max_iter) of a ball-type C for :func:`project_balls`.
+
+    ``Ball`` and ``BallAt`` are one ball; an ``Intersection`` of balls is its ``.balls(p)`` with its
+    Dykstra tolerance. Any other set returns ``None`` (no compiled projection).
+    """
+    if isinstance(constraint, Ball):
+        return np.zeros((1, p)), np.array([float(constraint.radius)]), 0.0, 0
+    if isinstance(constraint, BallAt):
+        return (constraint.center_point.reshape(1, p).astype(float),
+                np.array([constraint.radius]), 0.0, 0)
+    if isinstance(constraint, Intersection):
+        try:
+            centers, radii = constraint.balls(p)
+        except TypeError:
+            return None
+        return (np.ascontiguousarray(centers, dtype=float), np.ascontiguousarray(radii),
+                float(constraint.tol), int(constraint.max_iter))
+    return None
+
+
+def uses_compiled_path(problem: Problem, constraint: ConstraintSet, p: int) -> bool:
+    """Whether :func:`noisy_sgd_path` runs compiled for this problem and C (else numpy)."""
+    return resolve_kernel(problem) is not None and compiled_projection(constraint, p) is not None
+
+
+def step_constant(variant: str, *, n: int, p: int, diameter: float, lipschitz: float,
+                  sigma: float, strong_convexity: float) -> float:
+    """c of η(t) = c/√t (Lipschitz: ‖C‖/√(n²L² + pσ²)) or η(t) = c/t (strongly convex: 1/(Δn)).
+
+    BST14 Thm 2.4; spec §2.1. ‖C‖ is the diameter of the set the path runs in.
+    """
+    if variant == "lipschitz":
+        return diameter / math.sqrt(n * n * lipschitz * lipschitz + p * sigma * sigma)
+    if not strong_convexity > 0:
+        raise ValueError(f"strongly convex steps need strong_convexity > 0, got {strong_convexity}")
+    return 1.0 / (strong_convexity * n)
+
+
+def _first_kept(output: str, steps: int) -> int:
+    """The first step t whose iterate θ_{t+1} enters the running sum of averaged outputs."""
+    return {"last": steps + 1, "average": 1, "suffix": steps - (steps + 1) // 2 + 1}[output]
+
+
+def noisy_sgd_path(
+    problem: Problem, data: Dataset, *, constraint: ConstraintSet, steps: int, sigma: float,
+    lipschitz: float, variant: str, strong_convexity: float = 0.0, output: str = "last",
+    rng: np.random.Generator,
+) -> np.ndarray:
+    """Run ``steps`` noisy projected SGD steps of BST14 Algorithm 1 in ``constraint``; return θ.
+
+    From θ₁ = ``constraint.center(p)`` (data-independent), for t = 1, …, ``steps``: draw i uniform
+    in [n] and b_t ~ N(0, σ²I_p), set g_t = n·clip_L(∇ℓ(θ_t; dᵢ)) + b_t with L = ``lipschitz``
+    (spec §2.0) and θ_{t+1} = Π_C(θ_t − η(t)·g_t), with η from :func:`step_constant` (``variant``
+    "lipschitz" uses ``constraint.diameter``; "strongly_convex" uses ``strong_convexity``).
+    Returns the last iterate (``output="last"``), or Π_C of the mean of θ_2, …, θ_{T+1}
+    (``"average"``) or of the last ⌈T/2⌉ iterates (``"suffix"``).
+
+    Privacy is the caller's business (σ, L, steps determine it; BST14 Thm 2.1). Runs compiled when
+    :func:`uses_compiled_path` (numba; ``rng`` itself is used inside the loop), else on numpy.
+    Both draw, per block of ``BLOCK`` steps, ``BLOCK`` indices and then ``BLOCK × p`` normals
+    (always full blocks), so for a fixed ``rng`` state they give the same point up to rounding.
+    Calls :func:`~dpbench.deadline.checkpoint` between blocks of steps.
+    """
+    if variant not in VARIANTS:
+        raise ValueError(f"variant must be one of {VARIANTS}, got {variant!r}")
+    if output not in OUTPUTS:
+        raise ValueError(f"output must be one of {OUTPUTS}, got {output!r}")
+    n, p = data.n, data.p
+    c = step_constant(variant, n=n, p=p, diameter=float(constraint.diameter),
+                      lipschitz=float(lipschitz), sigma=float(sigma),
+                      strong_convexity=float(strong_convexity))
+    theta = np.array(constraint.center(p), dtype=float)
+    first_kept = _first_kept(output, steps)
+    kernel = resolve_kernel(problem)
+    projection = compiled_projection(constraint, p)
+    if kernel is not None and projection is not None:
+        acc = _compiled_loop(kernel, data, projection, theta, steps, c, variant, float(lipschitz),
+                             float(sigma), first_kept, rng)
+    else:
+        acc = _numpy_loop(problem, data, constraint, theta, steps, c, variant, float(lipschitz),
+                          float(sigma), first_kept, rng)
+    n_kept = steps - first_kept + 1
+    if n_kept > 0:
+        theta = constraint.project(acc / n_kept)
+    return theta
+
+
+def _compiled_loop(kernel: LossKernel, data: Dataset,
+                   projection: tuple[np.ndarray, np.ndarray, float, int], theta: np.ndarray,
+                   steps: int, c: float, variant: str, clip: float, sigma: float, first_kept: int,
+                   rng: np.random.Generator) -> np.ndarray:
+    """The compiled path: :func:`_sgd_steps` over blocks of ``COMPILED_BLOCK`` steps (θ in place).
+
+    Returns the running sum of the kept iterates.
+    """
+    X, y = kernel_arrays(data)
+    prm = np.ascontiguousarray(kernel.prm, dtype=np.float64)
+    centers, radii, tol, max_iter = projection
+    acc = np.zeros(theta.shape[0])
+    for start in range(0, steps, COMPILED_BLOCK):
+        checkpoint()
+        m = min(COMPILED_BLOCK, steps - start)
+        _sgd_steps(kernel.grad, X, y, prm, rng, theta, acc, start + 1, m, BLOCK, c,
+                   variant == "lipschitz", clip, sigma, first_kept, centers, radii, tol, max_iter)
+    return acc
+
+
+def _numpy_loop(problem: Problem, data: Dataset, constraint: ConstraintSet, theta: np.ndarray,
+                steps: int, c: float, variant: str, clip: float, sigma: float, first_kept: int,
+                rng: np.random.Generator) -> np.ndarray:
+    """The numpy fallback (any problem, any C): randomness drawn ``BLOCK`` steps at a time.
+
+    Updates θ in place and returns the running sum of the kept iterates.
+    """
+    n, p = data.n, data.p
+    acc = np.zeros(p)
+    project = constraint.project
+    grad = problem.grad
+    sqrt = math.sqrt
+    nf = float(n)
+    current = theta.copy()
+    for start in range(0, steps, BLOCK):
+        checkpoint()
+        # Always draw a full block so the stream does not depend on T's remainder.
+        idx = rng.integers(0, n, size=BLOCK)
+        noise = gaussian_noise(p, sigma, rng, size=BLOCK)
+        m = min(BLOCK, steps - start)
+        t = np.arange(start + 1, start + m + 1, dtype=float)
+        eta = c / (np.sqrt(t) if variant == "lipschitz" else t)
+        # θ − η(t)·(n·clip(∇) + b_t) = θ − (η(t)·n·min(1, L/‖∇‖))·∇ − η(t)·b_t.
+        step_noise = eta[:, None] * noise[:m]
+        grad_coef = (eta * nf).tolist()
+        for k in range(m):
+            g = grad(current, data, idx[k:k + 1])[0]
+            gn = sqrt(g.dot(g))
+            a = grad_coef[k]
+            if gn > clip:  # clip to the declared L (spec §2.0)
+                a *= clip / gn
+            current = project(current - a * g - step_noise[k])
+            if start + k + 1 >= first_kept:
+                acc += current
+    theta[:] = current
+    return acc
+
+
 class NoisySGD(Algorithm):
     """Noisy projected SGD with one uniformly sampled example per step (BST14 Algorithm 1).
 
@@ -81,9 +364,21 @@ class NoisySGD(Algorithm):
     nominal ε is kept in ``Release.info["paper_epsilon"]``. In the (rare) regime where the paper's σ
     does not account to within the target (large ε, large δ), the run raises ``NotApplicable``.
 
+    Steps (``steps``): 0 (default) runs the paper's T = n² − 1. T ≥ 1 runs "NoisySGD-T" (spec
+    §2.1.1, a derived heuristic, not from the paper; ``Release.info["label"]``): T steps with σ
+    accounted, and in ``"accountant"`` mode calibrated, for T steps; the Lipschitz step size uses
+    that σ.
+
     Output (``output``; all are post-processing of the private trajectory, so privacy is the
     same): ``"last"`` (the paper's θ_{n²}), ``"average"`` (mean of θ_2, …, θ_{T+1}) or
     ``"suffix"`` (mean of the last ⌈T/2⌉ iterates).
+
+    Implementation: the loop is :func:`noisy_sgd_path`. It is numba-compiled when the problem has
+    a kernel and C is a ball or an intersection of balls, and numpy otherwise. Both are
+    deterministic for a fixed seed and draw the randomness in the same order, so the output depends
+    on whether the problem has a kernel only through floating-point rounding (the kernel and numpy
+    sum in different orders; the difference is ~1e-15 per step, not bit-identical).
+    ``Release.info["path"]`` says which ran; version 2 introduced the compiled path.
 
     Utility (Thm 2.4), sum scale: (1) L‖C‖ log^{3/2}(n/δ) √(p log(1/δ))/ε; (2) L² log²(n/δ) p
     log(1/δ)/(nΔε²). ``rate_card`` states them on the average scale.
@@ -94,7 +389,7 @@ class NoisySGD(Algorithm):
     citation: ClassVar[str] = "Bassily, Smith, Thakurta (FOCS 2014), Algorithm 1, Thm 2.1 and 2.4"
     privacy: ClassVar[str] = "approx"
     requires: ClassVar[tuple[str, ...]] = ("convex", "lipschitz")
-    version: ClassVar[str] = "1"
+    version: ClassVar[str] = "2"
     params: ClassVar[dict[str, Param]] = {
         "variant": Param(
             "lipschitz", kind="str", choices=("lipschitz", "strongly_convex"),
@@ -105,6 +400,10 @@ class NoisySGD(Algorithm):
         "output": Param(
             "last", kind="str", choices=("last", "average", "suffix"),
             doc="released point: last iterate (paper), average of all iterates, or of the last half"),
+        "steps": Param(
+            0, kind="int", low=0,
+            doc="number of steps T: 0 = n²−1 (the paper); T ≥ 1 = 'NoisySGD-T', σ accounted for "
+                "T steps (spec §2.1.1, derived heuristic, not from the paper)"),
     }
 
     # --- declarations -------------------------------------------------------------------------
@@ -113,8 +412,12 @@ class NoisySGD(Algorithm):
             return ("convex", "lipschitz", "strongly_convex")
         return self.requires
 
+    def n_steps(self, n: int) -> int:
+        """T: the paper's n² − 1, or the ``steps`` parameter when it is set (NoisySGD-T)."""
+        return self.steps if self.steps > 0 else n * n - 1
+
     def cost(self, n: int, p: int) -> float:
-        return float(n) * n * p
+        return float(self.n_steps(n)) * p
 
     def rate_card(self) -> RateCard:
         """Thm 2.4 on the average scale, adapted to the σ mode and output mode.
@@ -133,6 +436,9 @@ class NoisySGD(Algorithm):
         averaged = self.output == "suffix" or (
             self.output == "average" and self.variant == "lipschitz")
         expression, citation = _CARDS[(self.variant, self.sigma_mode, averaged)]
+        if self.steps > 0:
+            citation += (f"; NoisySGD-T (T = {self.steps} steps, spec §2.1.1 [derived heuristic]): "
+                         "the card assumes T ≳ n²ε²/log(1/δ), where the noise term is unchanged")
         z_part = ("paper σ: z = √(8 log(n/δ) log(1/δ))/ε ≈ 48 at p=10, ε=1, δ=1e-6"
                   if self.sigma_mode == "paper" else
                   "accountant σ: z ≈ 9.1 at ε=1, δ=1e-6, for any n")
@@ -158,17 +464,20 @@ class NoisySGD(Algorithm):
 
     # --- running ------------------------------------------------------------------------------
     def noise_multiplier(self, n: int, epsilon: float, delta: float) -> float:
-        """z = σ/(2nL) for this configuration (relative to the replace-one sensitivity 2nL)."""
+        """z = σ/(2nL) for this configuration (relative to the replace-one sensitivity 2nL).
+
+        ``"paper"``: Algorithm 1's z whatever T is; ``"accountant"``: calibrated for T steps.
+        """
         if self.sigma_mode == "paper":
             return paper_noise_multiplier(n, epsilon, delta)
-        return calibrate_noisy_sgd(epsilon, delta, n, n * n - 1)
+        return calibrate_noisy_sgd(epsilon, delta, n, self.n_steps(n))
 
     def run(
         self, data: Dataset, problem: Problem, *, epsilon: float, delta: float,
         rng: np.random.Generator,
     ) -> Release:
         n, p = data.n, data.p
-        T = n * n - 1
+        T = self.n_steps(n)
         L = float(problem.lipschitz)
         constraint = problem.constraint
         z = self.noise_multiplier(n, epsilon, delta)
@@ -177,48 +486,13 @@ class NoisySGD(Algorithm):
         if eps_spent > epsilon * (1 + 1e-9):
             raise NotApplicable(
                 f"{self.name}: the paper's σ (z={z:.4g}) accounts to ε={eps_spent:.4g} > target "
-                f"ε={epsilon:g} at n={n}, δ={delta:g}; outside Thm 2.1's regime "
+                f"ε={epsilon:g} at n={n}, T={T}, δ={delta:g}; outside Thm 2.1's regime "
                 "(needs ε ≤ 2√log(1/δ)); use sigma_mode='accountant'")
 
-        if self.variant == "lipschitz":
-            c = constraint.diameter / math.sqrt(n * n * L * L + p * sigma * sigma)
-        else:
-            c = 1.0 / (float(problem.strong_convexity) * n)
-        # η(t) = c/√t (lipschitz) or c/t (strongly convex).
-        power = 0.5 if self.variant == "lipschitz" else 1.0
-
-        theta = np.array(constraint.center(p), dtype=float)
-        # Iterates θ_{t+1} with t ≥ first_kept enter the running sum (average / suffix outputs).
-        first_kept = {"last": T + 1, "average": 1, "suffix": T - (T + 1) // 2 + 1}[self.output]
-        acc = np.zeros(p)
-        n_kept = T - first_kept + 1
-        project = constraint.project
-        grad = problem.grad
-        sqrt = math.sqrt
-        nf = float(n)
-
-        for start in range(0, T, BLOCK):
-            checkpoint()
-            # Always draw a full block so the stream does not depend on T's remainder.
-            idx = rng.integers(0, n, size=BLOCK)
-            noise = gaussian_noise(p, sigma, rng, size=BLOCK)
-            m = min(BLOCK, T - start)
-            t = np.arange(start + 1, start + m + 1, dtype=float)
-            eta = c / (np.sqrt(t) if power == 0.5 else t)
-            # θ − η(t)·(n·clip(∇) + b_t) = θ − (η(t)·n·min(1, L/‖∇‖))·∇ − η(t)·b_t.
-            step_noise = eta[:, None] * noise[:m]
-            grad_coef = (eta * nf).tolist()
-            for k in range(m):
-                g = grad(theta, data, idx[k:k + 1])[0]
-                gn = sqrt(g.dot(g))
-                a = grad_coef[k]
-                if gn > L:  # clip to the declared L (spec §2.0)
-                    a *= L / gn
-                theta = project(theta - a * g - step_noise[k])
-                if start + k + 1 >= first_kept:
-                    acc += theta
-        if n_kept > 0:
-            theta = project(acc / n_kept)
+        theta = noisy_sgd_path(
+            problem, data, constraint=constraint, steps=T, sigma=sigma, lipschitz=L,
+            variant=self.variant, strong_convexity=float(problem.strong_convexity),
+            output=self.output, rng=rng)
 
         # The ε for which the paper's formula would give this z (z_paper ∝ 1/ε).
         paper_eps = paper_noise_multiplier(n, 1.0, delta) / z if z > 0 else math.inf
@@ -232,5 +506,7 @@ class NoisySGD(Algorithm):
             "variant": self.variant, "sigma_mode": self.sigma_mode, "output": self.output,
             "z": z, "sigma": sigma, "steps": T, "accounted_epsilon": eps_spent,
             "paper_epsilon": paper_eps, "clip_norm": L,
+            "path": "compiled" if uses_compiled_path(problem, constraint, p) else "numpy",
+            "label": "NoisySGD-T" if self.steps > 0 else "NoisySGD",
         }
         return Release(theta=theta, ledger=ledger, grad_queries=T, iterations=T, info=info)

@@ -19,11 +19,12 @@ optimum.
 from __future__ import annotations
 
 import functools
-from typing import ClassVar
+from typing import Callable, ClassVar
 
 import numpy as np
 
 from ..constraints import Ball, ConstraintSet
+from ..kernels import HINGE, LOGISTIC, LossKernel
 from ..params import Param
 from ..problem import Dataset, Optimum, Problem
 from ..seeding import make_rng
@@ -122,6 +123,18 @@ class MarginLossProblem(Problem):
             out += self.ridge * theta
         return out
 
+    def kernel(self) -> LossKernel | None:
+        """The compiled margin kernel of this φ (:func:`dpbench.kernels.HINGE` / ``LOGISTIC``).
+
+        Looked up by the functions that define φ and φ' (``_MARGIN_KERNELS``), so a subclass that
+        redefines either gets ``None`` (the numpy path) instead of a kernel of another loss.
+        """
+        cls = type(self)
+        for (phi, dphi), make in _MARGIN_KERNELS.items():
+            if _defined_as(cls, "_phi", phi) and _defined_as(cls, "_dphi", dphi):
+                return make(self.ridge)
+        return None
+
     def population_excess(self, theta: np.ndarray, p: int) -> float:
         """Monte Carlo excess population risk on the fixed sample of size N (module docstring).
 
@@ -132,6 +145,22 @@ class MarginLossProblem(Problem):
         sample = population_sample(self, p)
         optimum = population_optimum(self, p)
         return self.risk(np.asarray(theta, dtype=float), sample) - optimum.value
+
+
+#: Kernel factories keyed by the qualified names of the (φ, φ') static methods that they compile.
+_MARGIN_KERNELS: dict[tuple[str, str], Callable[[float], LossKernel]] = {
+    ("dpbench.problems.hinge_svm.HingeSVM._phi",
+     "dpbench.problems.hinge_svm.HingeSVM._dphi"): HINGE,
+    ("dpbench.problems.logistic.Logistic._phi",
+     "dpbench.problems.logistic.Logistic._dphi"): LOGISTIC,
+}
+
+
+def _defined_as(cls: type, attribute: str, qualified_name: str) -> bool:
+    """Whether ``cls.attribute`` is the function named ``module.qualname`` == ``qualified_name``."""
+    function = getattr(cls, attribute, None)
+    return f"{getattr(function, '__module__', '')}.{getattr(function, '__qualname__', '')}" == \
+        qualified_name
 
 
 @functools.lru_cache(maxsize=16)

@@ -11,11 +11,12 @@ with a zero smoothness constant).
 
 from __future__ import annotations
 
-from typing import ClassVar
+from typing import Callable, ClassVar
 
 import numpy as np
 
 from ..constraints import Ball, ConstraintSet
+from ..kernels import LINEAR, LossKernel
 from ..params import Param
 from ..problem import Dataset, Optimum, Problem
 from ._hard_data import HARD_DATA_PARAMS, hard_data
@@ -38,6 +39,8 @@ class LBLin(Problem):
 
     radius: float
     signal: float
+    signal_count: int
+    data: str
 
     @property
     def constraint(self) -> ConstraintSet:
@@ -53,8 +56,26 @@ class LBLin(Problem):
         """β = 0: the gradient −d does not depend on θ."""
         return 0.0
 
+    def kernel(self) -> LossKernel:
+        """Compiled −⟨θ, d⟩ (:func:`dpbench.kernels.LINEAR` without ridge)."""
+        return LINEAR(0.0)
+
+    def expmech_sampler(
+        self, data: Dataset, k: float, region: ConstraintSet
+    ) -> Callable[[np.random.Generator], np.ndarray] | None:
+        """Exact sampler of ∝ exp(k⟨θ, s⟩) on C, s = Σdᵢ (von Mises–Fisher lift, spec §4.7 O1).
+
+        Only for the region C itself (``None`` for a localised region).
+        """
+        if region != self.constraint:
+            return None
+        from ..samplers.ball import tilted_ball_sampler
+
+        return tilted_ball_sampler(data.X.sum(axis=0), k, self.radius)
+
     def generate(self, n: int, p: int, rng: np.random.Generator) -> Dataset:
-        data = hard_data(n, p, rng, norm=1.0, signal=self.signal)
+        data = hard_data(n, p, rng, norm=1.0, signal=self.signal, data=self.data,
+                         count=self.signal_count)
         return Dataset(data.X, None, data.meta())
 
     def loss(self, theta: np.ndarray, data: Dataset) -> np.ndarray:

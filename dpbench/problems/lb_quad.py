@@ -13,12 +13,13 @@ ball with ‖d‖ = 1 it is 2-Lipschitz; privacy must be calibrated with L = 2 t
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from typing import Any, Callable, ClassVar
 
 import numpy as np
 
 from ..constraints import Ball, ConstraintSet
 from ..errors import UserInputError
+from ..kernels import QUADRATIC, LossKernel
 from ..params import Param
 from ..problem import Dataset, Optimum, Problem
 from ._hard_data import HARD_DATA_PARAMS, hard_data
@@ -44,6 +45,8 @@ class LBQuad(Problem):
     radius: float
     data_norm: float
     signal: float
+    signal_count: int
+    data: str
 
     def __init__(self, **params: Any) -> None:
         super().__init__(**params)
@@ -70,8 +73,28 @@ class LBQuad(Problem):
     def smoothness(self) -> float:
         return 1.0
 
+    def kernel(self) -> LossKernel:
+        """Compiled ½‖θ − d‖² (:func:`dpbench.kernels.QUADRATIC` with curvature 1, no kink)."""
+        return QUADRATIC(1.0, 0.0)
+
+    def expmech_sampler(
+        self, data: Dataset, k: float, region: ConstraintSet
+    ) -> Callable[[np.random.Generator], np.ndarray] | None:
+        """Exact sampler of ∝ exp(−(kn/2)‖θ − q‖²), q the mean row, on a ball or an
+        intersection of balls (C or C ∩ B(θ₀, r₀)); rejection, spec §4.7 O7."""
+        from ..errors import NotApplicable
+        from ..samplers.ball import truncated_gaussian_sampler
+        from ..samplers.mcmc import region_balls
+
+        try:
+            centers, radii = region_balls(region, data.p)
+        except NotApplicable:  # not an intersection of balls: no exact sampler
+            return None
+        return truncated_gaussian_sampler(data.X.mean(axis=0), k * data.n, centers, radii)
+
     def generate(self, n: int, p: int, rng: np.random.Generator) -> Dataset:
-        data = hard_data(n, p, rng, norm=self.data_norm, signal=self.signal)
+        data = hard_data(n, p, rng, norm=self.data_norm, signal=self.signal, data=self.data,
+                         count=self.signal_count)
         return Dataset(data.X, None, data.meta())
 
     def loss(self, theta: np.ndarray, data: Dataset) -> np.ndarray:

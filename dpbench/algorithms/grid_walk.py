@@ -1,0 +1,251 @@
+"""A2-eff: BST14's polynomial-time exponential mechanism (Algorithms 5–7, spec §2.4), uncertified.
+
+Algorithm 7 = Algorithm 6 (A_eff-samp) on f = (ε/(6L‖C‖))·𝓛, η = nε/(6‖C‖), ε̃ = ε/3; Algorithm 6
+retries Algorithm 5 (A_init-samp) m times; Algorithm 5 runs the lazy Applegate–Kannan grid walk
+(A_cube-samp, Lemma 6.1) on the cube A ⊇ C with weight F = exp(−f̄ − ψ̄_α). Implemented for a
+ball C = B(0, R) in p ≤ 3 with a **user-set** step count: the certified mixing time is
+astronomical (spec §2.4 reality check: ≳ 10¹⁵ steps at n = 1000, p = 10), so the release is only
+nominally ε-DP and the ledger says ``certified=False``.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, ClassVar
+
+import numpy as np
+from numba import njit
+
+from ..algorithm import Algorithm, Release
+from ..constraints import Ball
+from ..deadline import checkpoint
+from ..errors import NotApplicable
+from ..kernels import LossKernel, kernel_arrays, sum_grad, sum_loss
+from ..params import Param
+from ..privacy.ledger import Charge, PrivacyLedger
+from ..problem import Dataset, Problem
+from ..ratecard import RateCard
+
+MAX_DIM = 3
+#: Projected-subgradient iterations of the convex Lipschitz extension outside C.
+EXTENSION_ITERS = 50
+_BLOCK = 200_000
+
+
+@njit(cache=True)
+def _norm(v):  # type: ignore[no-untyped-def]
+    s = 0.0
+    for j in range(v.shape[0]):
+        s += v[j] * v[j]
+    return math.sqrt(s)
+
+
+@njit(cache=True)
+def _log_weight(loss, grad, X, y, prm, cf, eta, alpha, R, theta, u, g, work, iters):  # type: ignore[no-untyped-def]
+    """log F(θ) = −f̄(θ) − α·max(0, ‖θ‖/R − 1) with f = cf·Σℓ (Algorithm 5, steps 2–4).
+
+    Outside C, f̄(θ) = min_{u∈C} f(u) + η‖θ − u‖ (Lemma 6.3) is computed by projected subgradient
+    descent from Π_C(θ) (``iters`` steps R/√t, best value kept): an upper bound of the exact
+    extension that converges to it.
+    """
+    p = theta.shape[0]
+    nrm = _norm(theta)
+    if nrm <= R:
+        return -cf * sum_loss(loss, theta, X, y, prm)
+    for j in range(p):
+        u[j] = theta[j] * (R / nrm)
+    best = cf * sum_loss(loss, u, X, y, prm) + eta * (nrm - R)
+    for it in range(1, iters + 1):
+        sum_grad(grad, u, X, y, prm, g, work)
+        dist = 0.0
+        for j in range(p):
+            g[j] *= cf
+            dist += (u[j] - theta[j]) ** 2
+        dist = math.sqrt(dist)
+        if dist > 0.0:
+            for j in range(p):
+                g[j] += eta * (u[j] - theta[j]) / dist
+        gn = _norm(g)
+        if gn == 0.0:
+            break
+        step = R / math.sqrt(it) / gn
+        for j in range(p):
+            u[j] -= step * g[j]
+        un = _norm(u)
+        if un > R:
+            for j in range(p):
+                u[j] *= R / un
+        dist = 0.0
+        for j in range(p):
+            dist += (u[j] - theta[j]) ** 2
+        val = cf * sum_loss(loss, u, X, y, prm) + eta * math.sqrt(dist)
+        if val < best:
+            best = val
+    return -best - alpha * (nrm / R - 1.0)
+
+
+@njit(cache=True)
+def _walk(loss, grad, X, y, prm, cf, eta, alpha, R, gamma, lo, hi, steps, rng, idx, acc,  # type: ignore[no-untyped-def]
+          iters):
+    """Lazy Applegate–Kannan walk on the cell centres (idx + ½)·γ of A = [−R, R]ᵖ (Lemma 6.1).
+
+    Per step: stay with probability ½; else pick one of the 2p neighbours uniformly, stay if it
+    leaves A, else move with probability min(1, F(v)/F(u)). ``idx`` is updated in place; ``acc``
+    accumulates (Σ cell centres in C, number of such states) for ergodic averages.
+    Returns the number of accepted moves.
+    """
+    p = idx.shape[0]
+    cur = np.empty(p)
+    prop = np.empty(p)
+    u = np.empty(p)
+    g = np.empty(p)
+    work = np.empty(p)
+    for j in range(p):
+        cur[j] = (idx[j] + 0.5) * gamma
+    lw = _log_weight(loss, grad, X, y, prm, cf, eta, alpha, R, cur, u, g, work, iters)
+    moves = 0
+    for _ in range(steps):
+        lazy = rng.random()
+        move = rng.integers(0, 2 * p)
+        v = rng.random()
+        if lazy >= 0.5:
+            axis = move // 2
+            nxt = idx[axis] + (1 if move % 2 == 0 else -1)
+            if lo <= nxt <= hi:
+                for j in range(p):
+                    prop[j] = cur[j]
+                prop[axis] = (nxt + 0.5) * gamma
+                lw_new = _log_weight(loss, grad, X, y, prm, cf, eta, alpha, R, prop, u, g, work,
+                                     iters)
+                if v == 0.0 or math.log(v) < lw_new - lw:
+                    idx[axis] = nxt
+                    cur[axis] = prop[axis]
+                    lw = lw_new
+                    moves += 1
+        if _norm(cur) <= R:
+            for j in range(p):
+                acc[j] += cur[j]
+            acc[p] += 1.0
+    return moves
+
+
+def walk_constants(n: int, p: int, epsilon: float, L: float, R: float) -> dict[str, float]:
+    """The constants of Algorithms 5–7 for C = B(0, R) (spec §2.4), all public.
+
+    Algorithm 7: cf = ε/(6L‖C‖), η = nε/(6‖C‖), ε̃ = ε/3. Algorithm 6: m = ⌈4η‖C‖ + p·log‖C‖ +
+    log(1/(1 − e^{−ε̃/4}))⌉ tries of Algorithm 5 at ε̃/4, whose α = 3e^{2ε̃/4}(η‖C‖ + p) and cube
+    sampler runs at (η + α, ε̃/8) with grid spacing γ = (ε̃/8)/(2(η + α)√p).
+    """
+    D = 2.0 * R
+    eps_t = epsilon / 3.0
+    eta = n * epsilon / (6.0 * D)
+    eps5 = eps_t / 4.0
+    alpha = 3.0 * math.exp(2.0 * eps5) * (eta * D + p)
+    eps_cube = eps5 / 2.0
+    gamma = eps_cube / (2.0 * (eta + alpha) * math.sqrt(p))
+    m = 4.0 * eta * D + p * math.log(D) + math.log(1.0 / (1.0 - math.exp(-eps_t / 4.0)))
+    return {"cf": epsilon / (6.0 * L * D), "eta": eta, "alpha": alpha, "gamma": gamma,
+            "tries": float(max(1, math.ceil(m))), "eps_tilde": eps_t}
+
+
+def run_walk(kern: LossKernel, data: Dataset, consts: dict[str, float], R: float, steps: int,
+             rng: np.random.Generator, acc: np.ndarray | None = None) -> np.ndarray:
+    """One A_cube-samp walk of ``steps`` steps from the cell at the origin; returns its cell centre.
+
+    ``acc`` (length p + 1), when given, accumulates the in-C states (see :func:`_walk`).
+    """
+    p = data.p
+    X, y = kernel_arrays(data)
+    prm = np.ascontiguousarray(kern.prm, dtype=np.float64)
+    gamma = consts["gamma"]
+    lo = int(math.ceil(-R / gamma - 0.5))
+    hi = int(math.floor(R / gamma - 0.5))
+    idx = np.zeros(p, dtype=np.int64)
+    acc = np.zeros(p + 1) if acc is None else acc
+    done = 0
+    while done < steps:
+        checkpoint()
+        m = min(_BLOCK, steps - done)
+        _walk(kern.loss, kern.grad, X, y, prm, consts["cf"], consts["eta"], consts["alpha"], R,
+              gamma, lo, hi, m, rng, idx, acc, EXTENSION_ITERS)
+        done += m
+    return (idx + 0.5) * gamma
+
+
+class ExpMechGridWalk(Algorithm):
+    """BST14 Algorithm 7 (A_eff-exp-samp) with a user-set walk length; **uncertified** reference.
+
+    Each of Algorithm 6's m tries runs Algorithm 5: the lazy Applegate–Kannan grid walk (spec §2.4;
+    the lazy rule is the standard one, not written out in the paper) on the cell centres of the
+    cube A = [−R, R]ᵖ ⊇ C, started at the data-independent cell at the origin, with weight
+    F = exp(−f̄ − ψ̄_α): f̄ the convex η-Lipschitz extension (Lemma 6.3) of f = (ε/(6L‖C‖))𝓛,
+    ψ(θ) = ‖θ‖/R the Minkowski gauge of the ball and ψ̄_α = α·max(0, ψ − 1). The walk's point is
+    jittered uniformly in its cell; the first try landing in C is released, else a uniform point
+    of the ball B(0, min(1, R)) ⊆ C (Algorithm 6, step 4).
+
+    Privacy: with the certified walk length t∞ (Lemma 6.2) the output is ε-DP (Thm 3.4; Lemma 6.6:
+    ε/3 + 2ε/3). The ``steps`` used here are far fewer than t∞ (spec §2.4: ≳ 10¹⁵ at n = 1000,
+    p = 10), so the release is nominal ε-DP and the ledger is uncertified. Needs a compiled kernel
+    (:meth:`~dpbench.problem.Problem.kernel`), C = Ball(R) and p ≤ 3. Non-isotropic radii
+    (R < 1) are not rescaled; the fallback uses the ball of radius min(1, R).
+    """
+
+    name: ClassVar[str] = "exp_mech_grid_walk"
+    summary: ClassVar[str] = "BST14 Alg. 5-7 grid-walk exponential mechanism, p <= 3, uncertified"
+    citation: ClassVar[str] = ("Bassily, Smith, Thakurta (FOCS 2014), Algorithms 5-7, Thm 3.4; "
+                               "Applegate-Kannan (1991) grid walk")
+    privacy: ClassVar[str] = "pure"
+    requires: ClassVar[tuple[str, ...]] = ("convex", "lipschitz")
+    version: ClassVar[str] = "1"
+    params: ClassVar[dict[str, Param]] = {
+        "steps": Param(20000, kind="int", low=1, doc="grid-walk steps per try (user-set, uncertified)"),
+    }
+
+    def cost(self, n: int, p: int) -> float:
+        return float(self.steps) * n * p
+
+    def rate_card(self) -> RateCard:
+        """Thm 3.4: the exponential mechanism's O(pL‖C‖/ε) (sum scale), average scale here."""
+        return RateCard(
+            expression="p*L*D/(n*epsilon)",
+            exponents={"n": -1, "p": 1, "epsilon": -1},
+            citation="BST14 Thm 3.4 (efficient exponential mechanism)",
+            regime="only with the certified walk length; p <= 3 here",
+            notes="targets the exponential mechanism at ε/3, so the constant is 3× that of exp_mech",
+        )
+
+    def run(
+        self, data: Dataset, problem: Problem, *, epsilon: float, delta: float,
+        rng: np.random.Generator,
+    ) -> Release:
+        n, p = data.n, data.p
+        constraint = problem.constraint
+        kern = problem.kernel()
+        if p > MAX_DIM or not isinstance(constraint, Ball) or kern is None:
+            raise NotApplicable(f"{self.name}: needs p <= {MAX_DIM}, C = Ball(R) and a compiled "
+                                f"kernel; got p={p}, C={type(constraint).__name__}")
+        R = float(constraint.radius)
+        consts = walk_constants(n, p, epsilon, float(problem.lipschitz), R)
+        tries = int(consts["tries"])
+        theta: np.ndarray | None = None
+        used = 0
+        for _ in range(tries):
+            used += 1
+            cell = run_walk(kern, data, consts, R, self.steps, rng)
+            cand = cell + consts["gamma"] * (rng.random(p) - 0.5)
+            if constraint.contains(cand, tol=0.0):
+                theta = cand
+                break
+        fallback = theta is None
+        if theta is None:
+            g = rng.standard_normal(p)
+            theta = min(1.0, R) * rng.random() ** (1.0 / p) * g / np.linalg.norm(g)
+        ledger = PrivacyLedger.from_charges(Charge(
+            "grid-walk exponential mechanism (nominal ε-DP, uncertified walk length)",
+            float(epsilon), 0.0, "BST14 Thm 3.4 (needs the certified t∞)", certified=False))
+        info: dict[str, Any] = dict(
+            consts, steps=self.steps, tries_used=used, fallback=fallback, certified=False,
+            privacy_note=("nominal ε-DP: the certified walk length t∞ of Lemma 6.2 is "
+                          "astronomically larger (spec §2.4 reality check)"))
+        return Release(theta=np.asarray(theta, dtype=float), ledger=ledger,
+                       func_queries=n * self.steps * used, iterations=self.steps * used, info=info)

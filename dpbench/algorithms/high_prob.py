@@ -1,0 +1,225 @@
+"""BST14 Appendix D (W1): the high-probability wrapper: k private runs, then a private selection.
+
+Bassily, Smith and Thakurta, "Private Empirical Risk Minimization: Efficient Algorithms and Tight
+Error Bounds" (FOCS 2014; arXiv:1405.7085), Appendix D. Spec: ``shared/spec/bst14.md`` §2.12 and
+§7.3 item 10 (erratum: the paper does not charge the selection step; we do).
+"""
+
+from __future__ import annotations
+
+import ast
+from typing import Any, ClassVar
+
+import numpy as np
+
+from ..algorithm import Algorithm, Release
+from ..errors import NotApplicable
+from ..params import Param
+from ..privacy.ledger import Charge, PrivacyLedger
+from ..problem import Dataset, Problem
+from ..ratecard import RateCard
+from ..registry import get_algorithm
+
+#: Built-in bases of each privacy kind (see the design note in :class:`HighProb`).
+PURE_BASES: tuple[str, ...] = ("output_perturbation", "exp_mech", "localize",
+                                "regularized_output_perturbation", "objective_perturbation")
+APPROX_BASES: tuple[str, ...] = ("noisy_sgd", "localize_gaussian")
+
+
+def selection_probabilities(sum_losses: np.ndarray, epsilon_sel: float, L: float,
+                            diameter: float) -> np.ndarray:
+    """Exponential-mechanism weights Pr[i] ∝ exp(−ε_sel·𝓛(θᵢ; D)/(2L‖C‖)) (BST14 Appendix D).
+
+    ``sum_losses`` are the **sum-scale** losses 𝓛(θᵢ; D) = Σⱼ ℓ(θᵢ; dⱼ) of candidates θᵢ ∈ C.
+    Computed stably (shifted by the minimum before exponentiating).
+    """
+    losses = np.asarray(sum_losses, dtype=float)
+    c = epsilon_sel / (2.0 * L * diameter)
+    logits = -c * (losses - losses.min())
+    w = np.exp(logits)
+    return w / w.sum()
+
+
+def select_candidate(sum_losses: np.ndarray, epsilon_sel: float, L: float, diameter: float,
+                     rng: np.random.Generator) -> tuple[int, np.ndarray]:
+    """Draw one index with :func:`selection_probabilities`; one uniform draw from ``rng``.
+
+    Returns ``(index, probabilities)``.
+    """
+    probs = selection_probabilities(sum_losses, epsilon_sel, L, diameter)
+    u = float(rng.random())
+    idx = int(np.searchsorted(np.cumsum(probs), u * float(probs.sum()), side="right"))
+    return min(idx, probs.size - 1), probs
+
+
+class _Rescale(ast.NodeTransformer):
+    """Replace ``epsilon`` by ``(epsilon*factor)`` and ``delta`` by ``(delta/runs)``."""
+
+    def __init__(self, eps_factor: float, runs: int) -> None:
+        self.eps_node = ast.parse(f"(epsilon*{eps_factor!r})", mode="eval").body
+        self.delta_node = ast.parse(f"(delta/{runs})", mode="eval").body
+
+    def visit_Name(self, node: ast.Name) -> Any:
+        if node.id == "epsilon":
+            return self.eps_node
+        if node.id == "delta":
+            return self.delta_node
+        return node
+
+
+def rescaled_expression(expression: str, eps_factor: float, runs: int) -> str:
+    """``expression`` evaluated at ε·eps_factor and δ/runs (the per-run budget of the wrapper)."""
+    tree = _Rescale(eps_factor, runs).visit(ast.parse(expression, mode="eval"))
+    return ast.unparse(ast.fix_missing_locations(tree))
+
+
+class HighProb(Algorithm):
+    """The high-probability wrapper (BST14 Appendix D, spec §2.12), around a pure ε-DP base.
+
+    1. Run the base mechanism (default parameters, resolved by name through
+       :func:`dpbench.registry.get_algorithm`) k = ``runs`` times at ((1 − f)·ε/k, δ/k) each, with
+       independent generators ``rng.spawn(k)``, giving candidates θ₁, …, θ_k ∈ C.
+    2. Select one with the exponential mechanism over the k candidates:
+       Pr[i] ∝ exp(−ε_sel·𝓛(θᵢ; D)/(2L‖C‖)), ε_sel = f·ε, f = ``selection_fraction``; the draw
+       uses the parent ``rng``.
+
+    Privacy (basic composition, adaptive): Σ runs (1 − f)ε + ε_sel = ε, and δ/k·k = δ.
+    **Erratum** (spec §7.3 item 10): the paper does not charge the selection, but it reads D again;
+    we charge ε_sel. Why the selection is ε_sel-DP (oscillation argument, as for Algorithm 2; spec
+    §2.2, §7.3 item 1): for fixed candidates and neighbours D, D′ differing in d ↔ d′, write
+    𝓛(θ; D) = 𝓛(θ; D′) + g(θ) with g = ℓ(·; d) − ℓ(·; d′). g is 2L-Lipschitz and every candidate
+    lies in C, so max_i g(θᵢ) − min_i g(θᵢ) ≤ 2L‖C‖. With c = ε_sel/(2L‖C‖),
+    Pr_D[i]/Pr_D′[i] = e^{−c·g(θᵢ)}·Z′/Z and Z ≥ Z′·e^{−c·max g}, so the ratio is at most
+    e^{c(max g − g(θᵢ))} ≤ e^{ε_sel}. (The candidates are themselves private releases, so
+    adaptive composition applies.) The ledger lists one charge per run (that run's ledger totals)
+    plus the selection; it is certified only if every run is.
+
+    Utility. Appendix D: the best of k runs has excess ≤ 2F(ε/k, δ/k) with probability
+    ≥ 1 − 2^{−k}, and the selection loses O((L‖C‖/ε_sel)·log(k/ρ)) with probability 1 − ρ.
+    In **expectation** the selection loses nothing [derived]: the weights are decreasing in the
+    loss, so by Chebyshev's sum inequality Σᵢ Pr[i]·𝓛(θᵢ) ≤ (1/k)·Σᵢ 𝓛(θᵢ); hence E[excess] ≤ the
+    base's expected excess at ((1 − f)ε/k, δ/k). That is the rate card (same exponents as the base).
+
+    Design note (privacy kind). ``privacy`` is a class attribute that the suite and the registry
+    read from the class, so one class cannot follow its base. The simplest correct design is two
+    registered classes sharing this implementation: ``high_prob`` (pure; bases
+    ``output_perturbation``, ``exp_mech``, ``localize``, ``regularized_output_perturbation``,
+    ``objective_perturbation`` with its default Gamma noise) and ``high_prob_approx``
+    (:class:`HighProbApprox`; bases ``noisy_sgd``, ``localize_gaussian``). The base's problem
+    requirements are forwarded by :meth:`requirements`.
+    """
+
+    name: ClassVar[str] = "high_prob"
+    summary: ClassVar[str] = ("k runs of a pure ε-DP base plus an exponential-mechanism selection "
+                              "(BST14 App. D, selection charged)")
+    citation: ClassVar[str] = "Bassily, Smith, Thakurta (FOCS 2014), Appendix D"
+    privacy: ClassVar[str] = "pure"
+    requires: ClassVar[tuple[str, ...]] = ("convex", "lipschitz")
+    version: ClassVar[str] = "1"
+    params: ClassVar[dict[str, Param]] = {
+        "base": Param("output_perturbation", kind="str", choices=PURE_BASES,
+                      doc="registered pure ε-DP mechanism run k times with its default parameters"),
+        "runs": Param(3, kind="int", low=1, doc="number k of independent base runs"),
+        "selection_fraction": Param(
+            0.5, low=0.0, high=1.0, low_open=True, high_open=True,
+            doc="fraction f of ε spent on the selection; the runs get (1 − f)ε/k each"),
+    }
+
+    base: str
+    runs: int
+    selection_fraction: float
+
+    # --- declarations -------------------------------------------------------------------------
+    def base_algorithm(self) -> Algorithm:
+        """A fresh instance of the base mechanism with its default parameters."""
+        return get_algorithm(self.base)()
+
+    def requirements(self) -> tuple[str, ...]:
+        return tuple(self.base_algorithm().requirements())
+
+    def cost(self, n: int, p: int) -> float:
+        return self.runs * self.base_algorithm().cost(n, p) + self.runs * float(n * p)
+
+    def run_budget(self, epsilon: float, delta: float) -> tuple[float, float, float]:
+        """(ε per run, δ per run, ε_sel) for the total budget (ε, δ)."""
+        f = self.selection_fraction
+        return (1.0 - f) * epsilon / self.runs, delta / self.runs, f * epsilon
+
+    def rate_card(self) -> RateCard | None:
+        """The base's card at ((1 − f)ε/k, δ/k): same exponents (see the class docstring)."""
+        card = self.base_algorithm().rate_card()
+        if card is None:
+            return None
+        factor = (1.0 - self.selection_fraction) / self.runs
+        return RateCard(
+            expression=rescaled_expression(card.expression, factor, self.runs),
+            exponents=dict(card.exponents),
+            citation=(f"BST14 Appendix D around {self.base} ({card.citation}); expectation bound "
+                      "by Chebyshev's sum inequality [derived]"),
+            regime=card.regime,
+            cap=card.cap,
+            notes=(f"Base card at ε·{factor:.4g} and δ/{self.runs}. In expectation the selection "
+                   "costs nothing beyond splitting ε; its high-probability loss is "
+                   "2L‖C‖(log k + t)/(n·f·ε) on the average scale with probability ≥ 1 − e^{−t}."),
+        )
+
+    # --- running ------------------------------------------------------------------------------
+    def run(
+        self, data: Dataset, problem: Problem, *, epsilon: float, delta: float,
+        rng: np.random.Generator,
+    ) -> Release:
+        base = self.base_algorithm()
+        if base.privacy != self.privacy:
+            raise NotApplicable(f"{self.name}: base {self.base!r} is {base.privacy!r}, the wrapper "
+                                f"is {self.privacy!r}")
+        eps_run, delta_run, eps_sel = self.run_budget(epsilon, delta)
+        streams = rng.spawn(self.runs)
+        releases = [base.release(data, problem, epsilon=eps_run, delta=delta_run, rng=s)
+                    for s in streams]
+        sum_losses = np.array([data.n * problem.risk(r.theta, data) for r in releases])
+        L = float(problem.lipschitz)
+        diameter = float(problem.constraint.diameter)
+        idx, probs = select_candidate(sum_losses, eps_sel, L, diameter, rng)
+        charges = [Charge(f"{self.name} run {i + 1}/{self.runs}: {self.base} "
+                          f"({r.ledger.accounting})", r.ledger.epsilon, r.ledger.delta,
+                          "; ".join(c.theorem for c in r.ledger.charges), r.ledger.certified)
+                   for i, r in enumerate(releases)]
+        charges.append(Charge(
+            f"{self.name}: exponential-mechanism selection among {self.runs} candidates",
+            eps_sel, 0.0, "BST14 Appendix D (charged: erratum §7.3 item 10); oscillation ≤ 2L‖C‖"))
+        ledger = PrivacyLedger.from_charges(*charges)
+        chosen = releases[idx]
+        info: dict[str, Any] = {
+            "base": self.base, "runs": self.runs, "selected": idx,
+            "selection_probabilities": probs.tolist(), "epsilon_per_run": eps_run,
+            "delta_per_run": delta_run, "epsilon_selection": eps_sel,
+            "candidate_sum_losses": sum_losses.tolist(), "base_info": chosen.info,
+        }
+        return Release(
+            theta=np.array(chosen.theta, dtype=float), ledger=ledger,
+            grad_queries=sum(r.grad_queries for r in releases),
+            func_queries=sum(r.func_queries for r in releases) + self.runs * data.n,
+            iterations=sum(r.iterations for r in releases), info=info)
+
+
+class HighProbApprox(HighProb):
+    """:class:`HighProb` around an (ε, δ)-DP base (``noisy_sgd``, ``localize_gaussian``).
+
+    Identical algorithm and proof; each run gets ((1 − f)ε/k, δ/k), the selection ε_sel = f·ε and
+    no δ, so the ledger totals at most (ε, δ). A separate registered class because ``privacy`` is
+    a class attribute (see :class:`HighProb`).
+    """
+
+    name: ClassVar[str] = "high_prob_approx"
+    summary: ClassVar[str] = ("k runs of an (ε,δ)-DP base plus an exponential-mechanism selection "
+                              "(BST14 App. D, selection charged)")
+    privacy: ClassVar[str] = "approx"
+    params: ClassVar[dict[str, Param]] = {
+        **HighProb.params,
+        "base": Param("noisy_sgd", kind="str", choices=APPROX_BASES,
+                      doc="registered (ε, δ)-DP mechanism run k times with its default parameters"),
+    }
+
+
+__all__ = ["HighProb", "HighProbApprox", "select_candidate", "selection_probabilities",
+           "rescaled_expression"]

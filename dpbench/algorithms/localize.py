@@ -1,0 +1,309 @@
+"""BST14 Algorithm 4 (A4, pure localisation) and Appendix B (A4δ, Gaussian localisation).
+
+Bassily, Smith and Thakurta, "Private Empirical Risk Minimization: Efficient Algorithms and Tight
+Error Bounds" (FOCS 2014; arXiv:1405.7085): Algorithm 4 with Thm 4.1 (privacy), Lemma 4.2 and
+Thm 4.3 (utility); Appendix B, Thm B.1/B.2. Spec: ``shared/spec/bst14.md`` §2.6, §2.7, §2.8,
+§3.2, §4.7 (O5, O6, KINK-SC), §6.1 (R3, R4, R9), §6.2 (E8), §7.3 items 2 and 5, §8.3.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, ClassVar
+
+import numpy as np
+from scipy.stats import chi2
+
+from ..algorithm import Algorithm, Release
+from ..constraints import BallAt, Intersection
+from ..errors import NotApplicable
+from ..oracles import localize_radius
+from ..params import Param
+from ..privacy.accountant import ACCOUNTING, calibrate_noisy_sgd, noisy_sgd_epsilon
+from ..privacy.gaussian import analytic_gaussian_sigma, classical_gaussian_sigma
+from ..privacy.ledger import Charge, PrivacyLedger
+from ..privacy.noise import gaussian_noise
+from ..problem import Dataset, Problem
+from ..ratecard import RateCard
+from ..samplers.expmech import sample_expmech
+from .noisy_sgd import noisy_sgd_path
+from .output_perturbation import OutputPerturbation, SolverGapExceeded
+
+_SOLVER_GAP = Param(
+    1e-10, kind="float", low=0.0, high=math.inf, high_open=True,
+    doc="public bound on the solver's certified gap (average scale); inflates the step-1 "
+        "sensitivity by 2·√(2·solver_gap/Δ) (spec §2.6)")
+
+
+def localization_region(problem: Problem, theta0: np.ndarray, r0: float) -> Intersection:
+    """C₀ = C ∩ B(θ₀, r₀) (BST14 Algorithm 4 step 1, Appendix B step 1).
+
+    Its ``diameter`` is the public bound min(‖C‖, 2r₀) (both terms data-independent).
+    """
+    return Intersection(problem.constraint, BallAt(theta0, r0))
+
+
+class Localize(Algorithm):
+    """Localised exponential mechanism, pure ε-DP for Lipschitz strongly convex losses (BST14 Alg. 4).
+
+    1. **Output perturbation at ε/2** (Algorithm 3, reused from :class:`OutputPerturbation`):
+       θ₀ = Π_C(θ̂ + b), b Gamma-norm with scale s = sensitivity/(ε/2), sensitivity
+       2L/(nΔ) + 2√(2·solver_gap/Δ) (spec §2.6; the second term covers the inexact solver).
+    2. **Radius** r₀, data-independent (``radius_rule``):
+       ``"quantile"`` (default, [derived], spec §2.7 practical notes) r₀ = Gamma.ppf(1 − n⁻³;
+       shape p, scale s), so ‖b‖ ≤ r₀ with probability exactly 1 − n⁻³;
+       ``"paper"`` r₀ = ζ·p·s with ζ = 3 log n, i.e. 12·L·p·log n/(Δεn) for an exact solver
+       (Lemma 4.2; **erratum** §7.3 item 2: Algorithm 3 says "ζ < 1" but is used with ζ = 3 log n).
+       Both come from :func:`dpbench.oracles.localize_radius`, which uses the exact-solver scale
+       s₀ = 4L/(Δεn). Both rules are linear in the noise scale, so r₀ is rescaled by s/s₀ to
+       match the noise actually added in step 1 (otherwise the solver inflation would make the
+       ball too small for its stated coverage). r₀ depends on n, p, L, Δ, ε and the public
+       ``solver_gap`` only.
+    3. C₀ = C ∩ B(θ₀, r₀), a post-processing of θ₀.
+    4. **Exponential mechanism on C₀ at ε/2** (Algorithm 2): density ∝ exp(−k′·𝓛(θ; D)) with
+       k′ = (ε/2)/(2L‖C₀‖) and the public diameter bound ‖C₀‖ ≤ min(2r₀, ‖C‖), drawn by
+       :func:`dpbench.samplers.expmech.sample_expmech` (``sampler``: ``"exact"`` uses the
+       problem's exact sampler, ``"rwm"``/``"mala"`` are MCMC with a nominal guarantee, spec §2.5).
+
+    Privacy (Thm 4.1): basic composition ε/2 + ε/2. The second charge is ``certified=False`` when
+    the sampler is MCMC.
+
+    Utility (Lemma 4.2, Thm 4.3): θ* ∈ C₀ with probability ≥ 1 − n⁻³, then E[excess] =
+    O(p²L² log n/(nΔε²)) on the sum scale. Oracle O6 (KINK-SC, spec §4.7): E ≈ p/k′ = 8pLr₀/ε.
+    """
+
+    name: ClassVar[str] = "localize"
+    summary: ClassVar[str] = ("Output perturbation at ε/2 localises, then the exponential mechanism "
+                              "on C ∩ B(θ₀, r₀) at ε/2 (BST14 Alg. 4)")
+    citation: ClassVar[str] = "Bassily, Smith, Thakurta (FOCS 2014), Algorithm 4, Thm 4.1 and 4.3"
+    privacy: ClassVar[str] = "pure"
+    requires: ClassVar[tuple[str, ...]] = ("convex", "lipschitz", "strongly_convex")
+    version: ClassVar[str] = "1"
+    params: ClassVar[dict[str, Param]] = {
+        "radius_rule": Param(
+            "quantile", kind="str", choices=("quantile", "paper"),
+            doc="r₀: exact Gamma quantile at 1 − n⁻³ (derived) or the paper's 12Lp·log n/(Δεn)"),
+        "sampler": Param(
+            "exact", kind="str", choices=("exact", "rwm", "mala"),
+            doc="ExpMech sampler on C₀: the problem's exact sampler, or MCMC (nominal ε-DP)"),
+        "steps": Param(0, kind="int", low=0,
+                       doc="MCMC steps (0: the sampler's default); ignored by the exact sampler"),
+        "step_scale": Param(0.0, low=0.0,
+                            doc="MCMC step-size multiplier (0: the sampler's default)"),
+        "solver_gap": _SOLVER_GAP,
+    }
+
+    radius_rule: str
+    sampler: str
+    steps: int
+    step_scale: float
+    solver_gap: float
+
+    # --- declarations -------------------------------------------------------------------------
+    def cost(self, n: int, p: int) -> float:
+        return float(n * p) * (2.0 if self.sampler == "exact" else 1.0 + max(self.steps, 10_000))
+
+    def rate_card(self) -> RateCard:
+        """R3 on the average scale: Thm 4.3's p²L² log n/(nΔε²) divided by n."""
+        return RateCard(
+            expression="L**2*p**2*log(n)/(n**2*Delta*epsilon**2)",
+            exponents={"n": -2, "p": 2, "epsilon": -2},
+            citation="BST14 Thm 4.3 (Algorithm 4 with the exponential mechanism)",
+            regime=("strongly convex Lipschitz losses; beats OutPert only on non-smooth losses "
+                    "and large n (KINK-SC, p=5, ε=1: crossover n ≈ 2000, spec §8.3); log n gives a "
+                    "local n-slope ≈ −2 + 1/ln n on the average scale"),
+            notes=("Oracle O6 (KINK-SC, spec §4.7): sum-scale E ≈ p/k′ = 8pLr₀/ε, e.g. 5.65 at "
+                   "n=1e4, p=5, ε=1, L=3 (quantile r₀). The [derived] explicit constant is "
+                   "≈ 422·L²p(p+1)log n/(Δε²n) (sum scale). On smooth strongly convex losses "
+                   "plain OutPert (R9s) is better by ~24·log n (spec §2.7): localisation is "
+                   "unnecessary there."),
+        )
+
+    # --- pieces -------------------------------------------------------------------------------
+    def outpert(self) -> OutputPerturbation:
+        """Step 1's mechanism (Algorithm 3), with this configuration's public solver-gap bound."""
+        return OutputPerturbation(solver_gap=self.solver_gap)
+
+    def radius(self, n: int, p: int, L: float, Delta: float, epsilon: float) -> float:
+        """r₀ for the total budget ε, matched to step 1's noise scale (data-independent)."""
+        nominal_scale = 4.0 * L / (Delta * epsilon * n)
+        scale = self.outpert().sensitivity(n, L, Delta) / (epsilon / 2.0)
+        r0 = localize_radius(n, p, L, Delta, epsilon, rule=self.radius_rule)
+        return float(r0) * scale / nominal_scale
+
+    # --- running ------------------------------------------------------------------------------
+    def run(
+        self, data: Dataset, problem: Problem, *, epsilon: float, delta: float,
+        rng: np.random.Generator,
+    ) -> Release:
+        n, p = data.n, data.p
+        L = float(problem.lipschitz)
+        Delta = float(problem.strong_convexity)
+        half = epsilon / 2.0
+        first = self.outpert().run(data, problem, epsilon=half, delta=0.0, rng=rng)
+        theta0 = np.asarray(first.theta, dtype=float)
+        r0 = self.radius(n, p, L, Delta, epsilon)
+        region = localization_region(problem, theta0, r0)
+        k = half / (2.0 * L * region.diameter)
+        theta, sinfo = sample_expmech(
+            problem, data, k, region, rng, sampler=self.sampler,
+            steps=self.steps or None, step_scale=self.step_scale or None)
+        certified = bool(sinfo.get("certified", True))
+        ledger = PrivacyLedger.from_charges(
+            Charge("localize step 1: output perturbation (Gamma-norm noise) at ε/2",
+                   first.ledger.epsilon, 0.0, "BST14 Alg. 3 / Thm 4.1: argmin sensitivity 2L/(nΔ)"),
+            Charge(f"localize step 2: exponential mechanism on C ∩ B(θ₀, r₀) ({self.sampler})",
+                   half, 0.0, "BST14 Alg. 2, Thm 3.1 (oscillation 2L‖C₀‖) / Thm 4.1",
+                   certified=certified))
+        info: dict[str, Any] = {
+            "theta0": theta0.tolist(), "r0": r0, "region_diameter": float(region.diameter),
+            "k": k, "radius_rule": self.radius_rule, "sampler": self.sampler,
+            "noise_scale": first.info["noise_scale"], "noise_norm": first.info["noise_norm"],
+            "solver_gap": first.info["solver_gap"],
+            "sampler_info": {key: v for key, v in sinfo.items() if np.isscalar(v)},
+        }
+        return Release(theta=np.asarray(theta, dtype=float), ledger=ledger,
+                       iterations=first.iterations + int(sinfo.get("steps", 0) or 0),
+                       func_queries=n * int(sinfo.get("steps", 0) or 0), info=info)
+
+
+class LocalizeGaussian(Algorithm):
+    """Gaussian localisation + noisy SGD on C₀, (ε, δ)-DP (BST14 Appendix B, A4δ; Thm B.1/B.2).
+
+    1. **A3δ at (ε/2, δ/2)**: θ₀ = Π_C(θ̂ + b), b ~ N(0, σ₀²I), σ₀ the Gaussian-mechanism σ for the
+       ℓ₂-sensitivity 2L/(nΔ) + 2√(2·solver_gap/Δ) (same sensitivity as Algorithm 3, spec §2.6).
+       **Erratum** (spec §2.8 constant caveat, §7.3 item 5): the paper's σ₀² = 4L²log(1/δ)/(Δ²ε²n²)
+       omits the 2·ln(1.25/δ) factor (≈ 2× too small). ``calibration="analytic"`` (default) uses
+       the analytic Gaussian mechanism (Balle–Wang 2018; valid for every ε);
+       ``"classical"`` uses σ₀ = sens·√(2 ln(1.25/δ′))/ε′, which needs ε′ = ε/2 < 1 (otherwise
+       ``NotApplicable``). Both from :mod:`dpbench.privacy.gaussian`.
+    2. **Radius**, data-independent (``radius_rule``): ``"paper"`` r₀ = ζ·σ₀·√p with
+       ζ = √(3 log n) (Appendix B); ``"quantile"`` (default, [derived]) r₀ = σ₀·√(χ²_p.ppf(1 − n⁻³)),
+       so ‖b‖ ≤ r₀ with probability exactly 1 − n⁻³ (the paper's tail statement drops a √p,
+       §7.3 item 5). C₀ = C ∩ B(θ₀, r₀).
+    3. **NoisySGD restricted to C₀ at (ε/2, δ/2)** (Algorithm 1 via
+       :func:`~dpbench.algorithms.noisy_sgd.noisy_sgd_path`): T = n² − 1 steps from the
+       post-processed start Π_{C₀}(θ₀) = θ₀, strongly convex step 1/(Δnt), per-example gradients
+       clipped to L, σ = 2nL·z with z = ``calibrate_noisy_sgd(ε/2, δ/2, n, T)`` (RDP accountant,
+       spec §2.1.4); output ``last`` (the paper's) or ``suffix`` average.
+
+    Privacy (Thm B.1): basic composition of (ε/2, δ/2) (Gaussian) and the accounted (≤ ε/2, δ/2).
+
+    Utility (Thm B.2): E = O(F(p, n, ε, δ, L, O(L√(p log(1/δ) log n)/(Δεn)))) with F the
+    NoisySGD-SC bound, which does not depend on the diameter: the **same order as A1-SC** (R4).
+    The paper itself says this algorithm is not needed; it is here for completeness and as a
+    check that localisation does not hurt.
+    """
+
+    name: ClassVar[str] = "localize_gaussian"
+    summary: ClassVar[str] = ("Gaussian output perturbation at (ε/2, δ/2) localises, then noisy SGD "
+                              "on C ∩ B(θ₀, r₀) (BST14 App. B)")
+    citation: ClassVar[str] = ("Bassily, Smith, Thakurta (FOCS 2014), Appendix B, Thm B.1 and B.2; "
+                               "analytic Gaussian: Balle and Wang (ICML 2018)")
+    privacy: ClassVar[str] = "approx"
+    requires: ClassVar[tuple[str, ...]] = ("convex", "lipschitz", "strongly_convex")
+    version: ClassVar[str] = "1"
+    params: ClassVar[dict[str, Param]] = {
+        "radius_rule": Param(
+            "quantile", kind="str", choices=("quantile", "paper"),
+            doc="r₀: σ₀·χ_p quantile at 1 − n⁻³ (derived) or the paper's √(3 log n)·σ₀·√p"),
+        "calibration": Param(
+            "analytic", kind="str", choices=("analytic", "classical"),
+            doc="σ₀ of step 1: analytic Gaussian (any ε) or classical √(2ln(1.25/δ)) (ε/2 < 1)"),
+        "output": Param("last", kind="str", choices=("last", "suffix"),
+                        doc="released NoisySGD point: last iterate (paper) or suffix average"),
+        "solver_gap": _SOLVER_GAP,
+    }
+
+    radius_rule: str
+    calibration: str
+    output: str
+    solver_gap: float
+
+    # --- declarations -------------------------------------------------------------------------
+    def cost(self, n: int, p: int) -> float:
+        return float(n) * n * p
+
+    def rate_card(self) -> RateCard:
+        """R4 with the accountant σ (as ``noisy_sgd`` strongly convex, accountant σ).
+
+        Sum scale (Thm B.2 with F = Thm 2.4(2)): L²·p·log(1/δ)·log n/(nΔε²) for the last iterate
+        (log n from last-iterate SGD, log(1/δ) from z² at the halved budget), without the log n for
+        the suffix average; divided by n for the average scale. The radius only restricts the
+        domain, and the NoisySGD-SC bound does not depend on the diameter.
+        """
+        suffix = self.output == "suffix"
+        expression = ("L**2*p*log(1/delta)/(n**2*Delta*epsilon**2)" if suffix else
+                      "L**2*p*log(1/delta)*log(n)/(n**2*Delta*epsilon**2)")
+        return RateCard(
+            expression=expression,
+            exponents={"n": -2, "p": 1, "epsilon": -2},
+            citation=("BST14 Thm B.2 with NoisySGD-SC (Thm 2.4(2)) and the RDP-calibrated σ "
+                      "(spec §2.1.4) [derived]"),
+            regime=("strongly convex Lipschitz losses; the cap L*D binds at small n as for "
+                    "noisy_sgd strongly convex (spec §6.3)"),
+            notes=("Same order as A1-SC (noisy_sgd variant=strongly_convex, accountant σ): the "
+                   "paper says A4δ is not needed. The noise is z at (ε/2, δ/2), so the level is "
+                   "≈ 4× that of A1-SC at (ε, δ). Oracle O3 applies with that z."),
+        )
+
+    # --- pieces -------------------------------------------------------------------------------
+    def sigma0(self, sensitivity: float, epsilon: float, delta: float) -> float:
+        """Step 1's Gaussian σ₀ at (ε, δ) (already halved by the caller)."""
+        if self.calibration == "analytic":
+            return analytic_gaussian_sigma(sensitivity, epsilon, delta)
+        if epsilon >= 1.0:
+            raise NotApplicable(
+                f"{self.name}: the classical Gaussian calibration needs ε/2 < 1, got ε/2 = "
+                f"{epsilon:g}; use calibration='analytic'")
+        return classical_gaussian_sigma(sensitivity, epsilon, delta)
+
+    def radius(self, n: int, p: int, sigma0: float) -> float:
+        """r₀ for noise N(0, σ₀²I_p): data-independent (n, p and the public σ₀ only)."""
+        if self.radius_rule == "paper":
+            return math.sqrt(3.0 * math.log(n)) * sigma0 * math.sqrt(p)
+        return sigma0 * math.sqrt(float(chi2.isf(float(n) ** -3, p)))
+
+    # --- running ------------------------------------------------------------------------------
+    def run(
+        self, data: Dataset, problem: Problem, *, epsilon: float, delta: float,
+        rng: np.random.Generator,
+    ) -> Release:
+        n, p = data.n, data.p
+        L = float(problem.lipschitz)
+        Delta = float(problem.strong_convexity)
+        half_eps, half_delta = epsilon / 2.0, delta / 2.0
+        opt = problem.solve(data)
+        if not opt.gap <= self.solver_gap:
+            raise SolverGapExceeded(
+                f"{self.name}: the solver certified a gap of {opt.gap:.3g}, above the public bound "
+                f"solver_gap={self.solver_gap:.3g} the noise is calibrated for; raise solver_gap")
+        sensitivity = OutputPerturbation(solver_gap=self.solver_gap).sensitivity(n, L, Delta)
+        sigma0 = self.sigma0(sensitivity, half_eps, half_delta)
+        b = gaussian_noise(p, sigma0, rng)
+        theta0 = problem.constraint.project(np.asarray(opt.theta, dtype=float) + b)
+        r0 = self.radius(n, p, sigma0)
+        region = localization_region(problem, theta0, r0)
+
+        steps = n * n - 1
+        z = calibrate_noisy_sgd(half_eps, half_delta, n, steps)
+        sigma = 2.0 * n * L * z
+        theta = noisy_sgd_path(
+            problem, data, constraint=region, steps=steps, sigma=sigma, lipschitz=L,
+            variant="strongly_convex", strong_convexity=Delta, output=self.output, rng=rng)
+        eps_sgd = noisy_sgd_epsilon(z, n, steps, half_delta)
+        ledger = PrivacyLedger.from_charges(
+            Charge(f"localize_gaussian step 1: Gaussian output perturbation ({self.calibration})",
+                   half_eps, half_delta,
+                   "BST14 App. B (A3δ), erratum §7.3 item 5: standard Gaussian calibration"),
+            Charge(f"localize_gaussian step 2: noisy SGD on C ∩ B(θ₀, r₀), {steps} steps "
+                   f"(z={z:.6g}, {ACCOUNTING})", eps_sgd, half_delta,
+                   "BST14 Thm 2.1 / Thm B.1; RDP of the sampled Gaussian"))
+        info: dict[str, Any] = {
+            "theta0": theta0.tolist(), "r0": r0, "sigma0": sigma0, "sensitivity": sensitivity,
+            "radius_rule": self.radius_rule, "calibration": self.calibration,
+            "output": self.output, "z": z, "sigma": sigma, "steps": steps,
+            "accounted_epsilon_sgd": eps_sgd, "solver_gap": float(opt.gap),
+        }
+        return Release(theta=np.asarray(theta, dtype=float), ledger=ledger, grad_queries=steps,
+                       iterations=steps + int(opt.iterations), info=info)

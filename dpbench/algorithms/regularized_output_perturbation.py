@@ -1,0 +1,105 @@
+"""B3: regularised output perturbation for Lipschitz, non-smooth losses (spec §2.11 [derived];
+§6.1 R12). Not in BST14; a "previous-work-style" ε-DP baseline.
+
+1. Add a ridge (Λ/2)‖θ‖² to every example (average scale: per-example Δ = Λ, spec §1.1 pitfall),
+   building the problem with ``ridge`` raised by Λ; the folded constants are L′ = L + ΛR and
+   Δ′ = ridge₀ + Λ (the problem's own constants after the change, R = radius = ‖C‖/2).
+2. Run BST14 Algorithm 3 standalone (:class:`OutputPerturbation`, Gamma-norm noise of scale
+   sensitivity/ε with sensitivity 2L′/(nΔ′) plus its solver-gap inflation) on that problem.
+
+**Choice of Λ, with the scale conversion.** On the sum scale the regularised objective is
+Σᵢℓ(θ; dᵢ) + n(Λ/2)‖θ‖², so the bias on the original objective is ≤ nΛR²/2, and the non-smooth
+output-perturbation excess is ≤ nL′·E‖b‖ = nL′·p·2L′/(nΛε) ≈ 2pL²/(Λε) (spec §2.6). Balancing
+nR²/2 = 2pL²/(Λ²ε) gives the per-example (average-scale) Λ = 2L·√(p/(nε))/R, and sum-scale excess
+≈ 2·nΛR²/2 = 2LR√(pn/ε) = L‖C‖√(pn/ε) (R12), i.e. ``L*D*sqrt(p/(n*epsilon))`` on the average
+scale. ``lambda_scale`` multiplies Λ. The excess is measured on the ORIGINAL problem (the engine
+evaluates the release on the problem it was given).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, ClassVar
+
+import numpy as np
+
+from ..algorithm import Algorithm, Release
+from ..errors import NotApplicable
+from ..params import Param
+from ..problem import Dataset, Problem
+from ..ratecard import RateCard
+from .output_perturbation import OutputPerturbation
+
+__all__ = ["RegularizedOutputPerturbation", "regularized_problem"]
+
+
+def regularized_problem(problem: Problem, extra_ridge: float) -> Problem:
+    """The same problem with its ``ridge`` parameter raised by ``extra_ridge`` (per example)."""
+    params = problem.get_params()
+    return type(problem)(**{**params, "ridge": float(params["ridge"]) + extra_ridge})
+
+
+class RegularizedOutputPerturbation(Algorithm):
+    """Ridge Λ = 2L√(p/(nε))/R per example, then BST14 Alg. 3 (spec §2.11, [derived])."""
+
+    name: ClassVar[str] = "regularized_output_perturbation"
+    summary: ClassVar[str] = ("Ridge-regularised ERM plus Gamma-norm output noise for non-smooth "
+                              "Lipschitz losses (spec §2.11, derived baseline)")
+    citation: ClassVar[str] = ("Spec bst14.md §2.11 [derived]; Chaudhuri, Monteleoni, Sarwate "
+                               "(JMLR 2011); Bassily, Smith, Thakurta (FOCS 2014), Algorithm 3")
+    privacy: ClassVar[str] = "pure"
+    requires: ClassVar[tuple[str, ...]] = ("convex", "lipschitz")
+    version: ClassVar[str] = "1"
+    params: ClassVar[dict[str, Param]] = {
+        "lambda_scale": Param(1.0, low=0.0, low_open=True,
+                              doc="multiplier c on the ridge Λ = c·2L√(p/(nε))/R"),
+        "solver_gap": Param(1e-10, low=0.0, low_open=True,
+                            doc="public bound on the inner solver's certified gap (average "
+                                "scale); passed to output_perturbation"),
+    }
+
+    lambda_scale: float
+    solver_gap: float
+
+    def not_applicable_reason(self, problem: Problem) -> str | None:
+        if "ridge" not in problem.params:
+            return (f"{self.name} adds a ridge through the problem's 'ridge' parameter; problem "
+                    f"{problem.name!r} has none")
+        return super().not_applicable_reason(problem)
+
+    def cost(self, n: int, p: int) -> float:
+        return 20.0 * n * p
+
+    def rate_card(self) -> RateCard:
+        """R12 on the average scale: sum-scale L‖C‖√(pn/ε) divided by n."""
+        return RateCard(
+            expression="L*D*sqrt(p/(n*epsilon))",
+            exponents={"n": -0.5, "p": 0.5, "epsilon": -0.5},
+            citation="spec §2.11 / §6.1 R12 [derived]: bias nΛR²/2 + noise 2pL²/(Λε), optimised Λ",
+            regime="Lipschitz, non-smooth convex losses with a ridge parameter",
+            notes=("L is the problem's declared L before the extra ridge; the folded "
+                   "L′ = L + ΛR → L as n grows. Constant 1 (balanced terms give exactly "
+                   "L‖C‖√(pn/ε) on the sum scale when L′ ≈ L)."))
+
+    def ridge_for(self, problem: Problem, n: int, p: int, epsilon: float) -> float:
+        """Λ = c·2L√(p/(nε))/R per example (average scale), R = diameter/2."""
+        radius = float(problem.constraint.diameter) / 2.0
+        return self.lambda_scale * 2.0 * float(problem.lipschitz) * math.sqrt(
+            p / (n * epsilon)) / radius
+
+    def run(self, data: Dataset, problem: Problem, *, epsilon: float, delta: float,
+            rng: np.random.Generator) -> Release:
+        n, p = data.n, data.p
+        lam = self.ridge_for(problem, n, p, epsilon)
+        try:
+            folded = regularized_problem(problem, lam)
+        except (TypeError, ValueError) as exc:
+            raise NotApplicable(f"{self.name}: cannot raise the ridge of {problem.name!r}: {exc}")
+        inner = OutputPerturbation(solver_gap=self.solver_gap)
+        L_f, Delta_f = float(folded.lipschitz), float(folded.strong_convexity)
+        out = inner.run(data, folded, epsilon=epsilon, delta=0.0, rng=rng)
+        info: dict[str, Any] = {**out.info, "lambda": lam, "L_folded": L_f,
+                                "Delta_folded": Delta_f,
+                                "sensitivity": inner.sensitivity(n, L_f, Delta_f)}
+        return Release(theta=out.theta, ledger=out.ledger, grad_queries=out.grad_queries,
+                       func_queries=out.func_queries, iterations=out.iterations, info=info)
