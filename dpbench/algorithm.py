@@ -79,6 +79,17 @@ class Algorithm(Parametrized):
         """The theoretical bound for this configuration (``None`` for references)."""
         return None
 
+    def oracle_excess(self, data: Dataset, problem: Problem, *, epsilon: float,
+                      delta: float) -> float:
+        """The closed-form expected excess (AVERAGE scale) of this configuration on ``data``.
+
+        A reference line for the analysis (``oracle_excess_risk`` in the cube; the report draws it
+        and gives empirical/oracle ratios): BST14 spec §4.7's oracle curves O1–O7 in
+        :mod:`dpbench.oracles`, exact or heuristic as each one's docstring says. NaN (the default)
+        when no oracle is known for this problem. It is analysis, never part of a release.
+        """
+        return math.nan
+
     def cost(self, n: int, p: int) -> float:
         """Rough work estimate of one run, in per-example gradient evaluations (for packing)."""
         return float(n * p)

@@ -30,7 +30,8 @@ STATUS_NAMES = {PENDING: "pending", DONE: "done", FAILED: "failed", NOT_APPLICAB
 #: Float result variables of the cube, in order. ``wall_time_s`` is the only one that is not
 #: deterministic (it measures time).
 FLOAT_VARS = (
-    "excess_risk", "population_excess_risk", "optimum_gap", "trivial_excess_risk", "wall_time_s",
+    "excess_risk", "population_excess_risk", "optimum_gap", "trivial_excess_risk",
+    "oracle_excess_risk", "wall_time_s",
     "grad_queries",
     "func_queries", "iterations", "epsilon_spent", "delta_spent",
 )
@@ -116,9 +117,11 @@ def run_chunk(chunk: ChunkSpec) -> ChunkResult:
             # The excess of the data-independent centre of C: what a release that ignores the data
             # achieves. Mechanisms at or near it are in the capped (uninformative) regime.
             trivial = problem.risk(problem.constraint.center(p), data) - opt.value
+            # The closed-form expected excess of this configuration, where one is known.
+            oracle = algorithm.oracle_excess(data, problem, epsilon=eps, delta=delta)
             row = {
                 "excess_risk": excess, "population_excess_risk": pop, "optimum_gap": opt.gap,
-                "trivial_excess_risk": trivial,
+                "trivial_excess_risk": trivial, "oracle_excess_risk": oracle,
                 "wall_time_s": wall, "grad_queries": rel.grad_queries,
                 "func_queries": rel.func_queries, "iterations": rel.iterations,
                 "epsilon_spent": rel.ledger.epsilon, "delta_spent": rel.ledger.delta,

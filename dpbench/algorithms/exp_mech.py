@@ -7,6 +7,7 @@ Spec: ``shared/spec/bst14.md`` §2.2, §2.5, §4.7 (O1, O7), §6.2 (E1–E3, E12
 
 from __future__ import annotations
 
+import math
 from typing import ClassVar
 
 import numpy as np
@@ -67,6 +68,19 @@ class ExpMech(Algorithm):
             return float(n * p)
         steps = self.steps or default_steps(n, p, 0.5, 1.0, 1.0)  # k·L·D = ε/2 at ε = 1
         return float(steps) * n * p
+
+    def oracle_excess(self, data: Dataset, problem: Problem, *, epsilon: float,
+                      delta: float) -> float:
+        """O1 (exact, spec §4.7) on LB-Lin: R·M·[1 − I_{p/2+1}(kRM)/I_{p/2}(kRM)] / n with
+        M = ‖Σdᵢ‖; the MCMC samplers target the same law, so it is their reference too."""
+        from ..oracles import expmech_lblin
+        from ..problems.lb_lin import LBLin
+
+        if not isinstance(problem, LBLin):
+            return math.nan
+        M = float(np.linalg.norm(data.X.sum(axis=0)))
+        return expmech_lblin(M, data.p, epsilon, problem.radius, float(problem.lipschitz),
+                             n=data.n, average=True)
 
     def rate_card(self) -> RateCard:
         """R1 on the average scale: Thm 3.2's sum-scale pL‖C‖/ε divided by n."""

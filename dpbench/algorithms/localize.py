@@ -124,6 +124,20 @@ class Localize(Algorithm):
         """Step 1's mechanism (Algorithm 3), with this configuration's public solver-gap bound."""
         return OutputPerturbation(solver_gap=self.solver_gap)
 
+    def oracle_excess(self, data: Dataset, problem: Problem, *, epsilon: float,
+                      delta: float) -> float:
+        """O6 (heuristic, spec §4.7) on KINK-SC: p/k′ with k′ = (ε/2)/(2L·‖C₀‖) and the public
+        ‖C₀‖ = min(2r₀, ‖C‖) this mechanism uses, i.e. 8pLr₀/ε while 2r₀ < ‖C‖."""
+        from ..oracles import localize_kink
+        from ..problems.kink_sc import KinkSC
+
+        if not isinstance(problem, KinkSC):
+            return math.nan
+        n, p = data.n, data.p
+        L, Delta = float(problem.lipschitz), float(problem.strong_convexity)
+        r0 = min(self.radius(n, p, L, Delta, epsilon), problem.constraint.diameter / 2.0)
+        return localize_kink(n, p, L, Delta, epsilon, r0, average=True)
+
     def radius(self, n: int, p: int, L: float, Delta: float, epsilon: float) -> float:
         """r₀ for the total budget ε, matched to step 1's noise scale (data-independent)."""
         nominal_scale = 4.0 * L / (Delta * epsilon * n)

@@ -463,6 +463,31 @@ class NoisySGD(Algorithm):
         )
 
     # --- running ------------------------------------------------------------------------------
+    def oracle_excess(self, data: Dataset, problem: Problem, *, epsilon: float,
+                      delta: float) -> float:
+        """Spec §4.7 oracles for the last iterate with T = n² − 1 (heuristics, validated §8.2):
+        O2 min(R·M, R·L·z·√p)/n on LB-Lin (Lipschitz steps), O3 Δv/(2n²) + 2pL²z²/(n²Δ) on LB-Quad
+        (strongly convex steps), v = (1/n)Σ‖dᵢ − q‖². NaN for other configurations."""
+        from ..oracles import noisy_sgd_lblin, noisy_sgd_quadratic
+        from ..problems.lb_lin import LBLin
+        from ..problems.lb_quad import LBQuad
+
+        if self.output != "last" or self.steps > 0:
+            return math.nan
+        n, p = data.n, data.p
+        L = float(problem.lipschitz)
+        if self.variant == "lipschitz" and isinstance(problem, LBLin):
+            M = float(np.linalg.norm(data.X.sum(axis=0)))
+            z = self.noise_multiplier(n, epsilon, delta)
+            return noisy_sgd_lblin(M, p, z, problem.radius, L, n=n, average=True)
+        if self.variant == "strongly_convex" and isinstance(problem, LBQuad):
+            q = data.X.mean(axis=0)
+            v = float(np.mean(np.sum((data.X - q) ** 2, axis=1)))
+            z = self.noise_multiplier(n, epsilon, delta)
+            return noisy_sgd_quadratic(n, p, z, L, float(problem.strong_convexity), v,
+                                       average=True)
+        return math.nan
+
     def noise_multiplier(self, n: int, epsilon: float, delta: float) -> float:
         """z = σ/(2nL) for this configuration (relative to the replace-one sensitivity 2nL).
 

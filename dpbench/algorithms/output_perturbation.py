@@ -68,6 +68,23 @@ class OutputPerturbation(Algorithm):
                    "2·√(2·solver_gap/Δ) of the sensitivity."),
         )
 
+    def oracle_excess(self, data: Dataset, problem: Problem, *, epsilon: float,
+                      delta: float) -> float:
+        """Spec §4.7: O5 2pL/(nΔε) on KINK-SC (first-order, heuristic), O4 2βL²p(p+1)/(n²Δ²ε²)
+        on LB-Quad (exact while the projection is inactive); both with the exact-solver noise."""
+        from ..oracles import outpert_kink, outpert_smooth_quadratic
+        from ..problems.kink_sc import KinkSC
+        from ..problems.lb_quad import LBQuad
+
+        n, p = data.n, data.p
+        L, Delta = float(problem.lipschitz), float(problem.strong_convexity)
+        if isinstance(problem, KinkSC):
+            return outpert_kink(p, L, Delta, epsilon, n=n, average=True)
+        if isinstance(problem, LBQuad):
+            return outpert_smooth_quadratic(n, p, L, Delta, epsilon, float(problem.smoothness),
+                                            average=True)
+        return math.nan
+
     def sensitivity(self, n: int, L: float, Delta: float) -> float:
         """Replace-one sensitivity of the released minimiser, inexact solver included."""
         return 2.0 * L / (n * Delta) + 2.0 * math.sqrt(2.0 * self.solver_gap / Delta)

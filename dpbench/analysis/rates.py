@@ -90,6 +90,8 @@ class RateFit:
     method: str = ""
     missing: list[str] = field(default_factory=list)
     exclusion: list[str] = field(default_factory=list)  # codes: see EXCLUSION_CODES
+    oracle: list[float] = field(default_factory=list)   # mean closed-form oracle per point (NaN: none)
+    oracle_ratio: float = math.nan   # geometric mean of mean/oracle over kept points with an oracle
 
     @property
     def used(self) -> np.ndarray:
@@ -194,8 +196,13 @@ def fit_curve(experiment: str, algorithm: str, problem: str, axis: str, fixed: d
               card: RateCard | None = None, constants: Mapping[str, float] | None = None,
               tolerance: float = DEFAULT_TOLERANCE, level: float = 0.95,
               n_resamples: int = 2000, cap_fraction: float = 0.25, floor_factor: float = 10.0,
-              rng: np.random.Generator | int = 0, missing: list[str] | None = None) -> RateFit:
-    """Fit one curve (the building block of :func:`fit_rates`; usable on any samples)."""
+              rng: np.random.Generator | int = 0, missing: list[str] | None = None,
+              oracle: Sequence[float] | None = None) -> RateFit:
+    """Fit one curve (the building block of :func:`fit_rates`; usable on any samples).
+
+    ``oracle``: the mean closed-form expected excess per point (``oracle_excess_risk``; NaN where
+    none), reported with the geometric-mean ratio empirical/oracle over the kept points.
+    """
     rng = np.random.default_rng(rng) if not isinstance(rng, np.random.Generator) else rng
     x = [float(v) for v in x]
     samples = [np.asarray(s, dtype=float) for s in samples]
@@ -260,6 +267,10 @@ def fit_curve(experiment: str, algorithm: str, problem: str, axis: str, fixed: d
             rb = np.exp((np.log(boot[ok]) - np.log(bound[used])).mean(axis=1))
             if rb.size:
                 r_lo, r_hi = (float(v) for v in np.quantile(rb, [a, 1 - a]))
+    orc = np.full(len(x), math.nan) if oracle is None else np.asarray(oracle, dtype=float)
+    with_oracle = [i for i in used if math.isfinite(orc[i]) and orc[i] > 0 and means[i] > 0]
+    oracle_ratio = (float(np.exp(np.mean(np.log(means[with_oracle]) - np.log(orc[with_oracle]))))
+                    if with_oracle else math.nan)
     v, why = verdict(lo, hi, predicted, len(used), tolerance)
     if missing:
         why += f"; incomplete sweep: {len(missing)} cell(s) missing"
@@ -275,7 +286,8 @@ def fit_curve(experiment: str, algorithm: str, problem: str, axis: str, fixed: d
         level=level,
         method=(f"OLS slope of log mean excess vs log {axis}; {level:.0%} percentile bootstrap, "
                 f"{n_resamples} resamples of seeds within each grid point"),
-        missing=list(missing or []), exclusion=codes)
+        missing=list(missing or []), exclusion=codes, oracle=orc.tolist(),
+        oracle_ratio=oracle_ratio)
 
 
 def sweep_axes(ds: xr.Dataset) -> list[str]:
@@ -309,6 +321,7 @@ def fit_rates(ds: xr.Dataset, *, axes: Iterable[str] | None = None, variable: st
     vals = ds[variable].values
     gaps = ds["optimum_gap"].values
     trivials = ds["trivial_excess_risk"].values if "trivial_excess_risk" in ds else None
+    oracles = ds["oracle_excess_risk"].values if "oracle_excess_risk" in ds else None
     dims = list(ds[variable].dims)
     fits: list[RateFit] = []
     counter = itertools.count()
@@ -322,6 +335,7 @@ def fit_rates(ds: xr.Dataset, *, axes: Iterable[str] | None = None, variable: st
                     fixed = {d: _py(ds[d].values[i]) for d, i in zip(others, combo)}
                     samples, gs, missing = [], [], []
                     triv: list[float] | None = [] if trivials is not None else None
+                    orc: list[float] = []
                     applicable = False
                     for j in range(ds.sizes[axis]):
                         idx = cell_index(dims, {"algorithm": ai, "problem": pi, axis: j,
@@ -335,6 +349,8 @@ def fit_rates(ds: xr.Dataset, *, axes: Iterable[str] | None = None, variable: st
                         if triv is not None and trivials is not None:
                             tv = trivials[idx][st == DONE]
                             triv.append(float(tv.mean()) if tv.size else math.nan)
+                        ov = oracles[idx][st == DONE] if oracles is not None else np.empty(0)
+                        orc.append(float(ov.mean()) if ov.size else math.nan)
                         nmiss = int(np.sum((st == PENDING) | (st == FAILED)))
                         if nmiss:
                             missing.append(f"{axis}={_fmt(_py(ds[axis].values[j]))}: {nmiss} seed(s)")
@@ -345,7 +361,8 @@ def fit_rates(ds: xr.Dataset, *, axes: Iterable[str] | None = None, variable: st
                         samples, gaps=gs, trivial=triv, card=card, constants=consts, tolerance=tolerance,
                         level=level, n_resamples=n_resamples, cap_fraction=cap_fraction,
                         floor_factor=floor_factor,
-                        rng=np.random.default_rng([seed, next(counter)]), missing=missing))
+                        rng=np.random.default_rng([seed, next(counter)]), missing=missing,
+                        oracle=orc))
     return fits
 
 
@@ -364,5 +381,6 @@ def fits_frame(fits: Sequence[RateFit]) -> Any:
                      "points": len(f.x), "slope": f.slope, "slope_low": f.slope_low,
                      "slope_high": f.slope_high, "predicted": f.predicted_slope,
                      "ratio": f.ratio, "ratio_low": f.ratio_low, "ratio_high": f.ratio_high,
+                     "oracle_ratio": f.oracle_ratio,
                      "verdict": f.verdict, "reason": f.reason, "citation": f.rate_citation})
     return pd.DataFrame(rows)

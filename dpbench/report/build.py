@@ -38,7 +38,8 @@ ALPHA = 0.05
 COLLAPSE_TOLERANCE = 0.15
 FIT_SEED = 0
 #: The cube variables the report reads (the others are not loaded: a large cube loads faster).
-REPORT_VARIABLES = ("excess_risk", "optimum_gap", "trivial_excess_risk", "status", "error")
+REPORT_VARIABLES = ("excess_risk", "optimum_gap", "trivial_excess_risk", "oracle_excess_risk",
+                    "status", "error")
 #: Exclusion codes (:attr:`RateFit.exclusion`) meaning "no signal above round-off": an algorithm
 #: with only such points (the non-private reference) is named, not drawn.
 NO_SIGNAL_CODES = ("nonpositive", "floor")

@@ -181,6 +181,14 @@ class RatePanel:
             out.append("Dashed: the rate-card bound times the fitted empirical/bound ratio — "
                        "theory rescaled by the fitted constant, anchored at the geometric mean of "
                        "the kept points; its local slope is the predicted one.")
+        named = [c.fit.algorithm for c in self.curves if _has_oracle(c.fit)]
+        if named:
+            out.append("Dash-dotted: the closed-form oracle curve (spec §4.7, dpbench.oracles) of "
+                       + ", ".join(named) + ", drawn at its own level, not fitted: "
+                       + "; ".join(f"{c.fit.algorithm} empirical/oracle = "
+                                   f"{num(c.fit.oracle_ratio)}" for c in self.curves
+                                   if _has_oracle(c.fit) and math.isfinite(c.fit.oracle_ratio))
+                       + ".")
         caps = sorted({c.fit.cap for c in self.curves if math.isfinite(c.fit.cap)})
         if caps:
             out.append("Dotted: the trivial maximum of the excess, L·D = "
@@ -266,6 +274,10 @@ def _positive(a: Sequence[float]) -> np.ndarray:
     return np.isfinite(arr) & (arr > 0)
 
 
+def _has_oracle(fit: RateFit) -> bool:
+    return any(math.isfinite(v) and v > 0 for v in fit.oracle)
+
+
 def _draw_curve(ax: Any, c: Curve, jitter: float) -> None:
     f = c.fit
     x = np.asarray(f.x, dtype=float)
@@ -289,6 +301,10 @@ def _draw_curve(ax: Any, c: Curve, jitter: float) -> None:
         theory = np.asarray(f.bound, dtype=float) * f.ratio
         t_ok = _positive(theory) & (x > 0)
         ax.plot(x[t_ok], theory[t_ok], "--", color=c.color, linewidth=1.1, alpha=0.9, zorder=3)
+    oracle = np.asarray(f.oracle, dtype=float) if f.oracle else np.full(len(x), np.nan)
+    o_ok = _positive(oracle) & (x > 0)
+    if o_ok.any():
+        ax.plot(x[o_ok], oracle[o_ok], "-.", color=c.color, linewidth=1.2, alpha=0.9, zorder=3)
 
 
 def _set_xticks(ax: Any, curves: Sequence[Curve]) -> None:
@@ -319,6 +335,9 @@ def _legend_handles(curves: Sequence[Curve], with_cap: bool) -> list[Line2D]:
     if any(math.isfinite(c.fit.ratio) for c in curves):
         handles.append(Line2D([], [], linestyle="--", color="0.3", linewidth=1.1,
                               label="theory × fitted ratio"))
+    if any(_has_oracle(c.fit) for c in curves):
+        handles.append(Line2D([], [], linestyle="-.", color="0.3", linewidth=1.2,
+                              label="closed-form oracle"))
     if with_cap:
         handles.append(Line2D([], [], linestyle=":", color="0.35", linewidth=1.2,
                               label="cap L·D"))
