@@ -10,7 +10,9 @@ import pytest
 
 from dpbench.algorithm import Algorithm, Release
 from dpbench.errors import UserInputError
+from dpbench.algorithms.exp_mech import ExpMech
 from dpbench.algorithms.noisy_sgd import NoisySGD
+from dpbench.algorithms.objective_perturbation import ObjectivePerturbation
 from dpbench.algorithms.nonprivate import NonPrivateERM
 from dpbench.algorithms.output_perturbation import OutputPerturbation
 from dpbench.params import Param
@@ -37,6 +39,9 @@ from dpbench.testing import (
     NoisySGD(variant="strongly_convex", sigma_mode="accountant"),
     OutputPerturbation(),
     NonPrivateERM(),
+    ExpMech(),
+    ObjectivePerturbation(),
+    ObjectivePerturbation(noise="gaussian"),
 ])
 def test_shipped_mechanisms_pass(algorithm, problem, check):
     check(algorithm, problem)

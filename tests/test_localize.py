@@ -95,11 +95,14 @@ def test_localize_matches_oracle_o6(kink_runs: dict[int, dict[str, np.ndarray]])
 
 
 def test_outpert_matches_oracle_o5(kink_runs: dict[int, dict[str, np.ndarray]]) -> None:
-    """n = 10⁴: OutPert's mean sum-scale excess ≈ O5 = 2pL/(Δε) = 30 within ±10 % (s.e. ≈ 2.2 %)."""
-    mean = float(kink_runs[10_000]["op"].mean())
+    """OutPert on KINK-SC is flat in n at O5 = 2pL/(Δε) = 30 (sum scale, spec §4.7): within ±10 %
+    at n = 10⁴ (400 seeds, s.e. ≈ 2.2 %) and ±15 % at n = 300 (120 seeds, s.e. ≈ 4 %; spec §8.3
+    measured 31.8 there: the first-order oracle ignores the small curvature term)."""
     o5 = outpert_kink(P, 3.0, 1.0, EPS)
     assert o5 == pytest.approx(30.0)
-    assert mean == pytest.approx(o5, rel=0.10), mean
+    big, small = float(kink_runs[10_000]["op"].mean()), float(kink_runs[300]["op"].mean())
+    assert big == pytest.approx(o5, rel=0.10), big
+    assert small == pytest.approx(o5, rel=0.15), small
 
 
 def test_crossover_localize_vs_outpert(kink_runs: dict[int, dict[str, np.ndarray]]) -> None:
