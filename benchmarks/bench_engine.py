@@ -5,6 +5,9 @@
 2. Parallel efficiency for 0.2 s CPU-bound cells on 2 workers against a plain
    ``concurrent.futures.ProcessPoolExecutor`` over the same cells, and against a serial loop.
 
+The 10⁵-cell sweep (planning time, client memory, resume scan, store size) is in
+``benchmarks/bench_sweep.py``.
+
 Run: ``python benchmarks/bench_engine.py [--trivial-cells 20000] [--busy-cells 40]``.
 Each figure is printed on a line of its own. Cluster start-up is measured separately and excluded
 from the throughput figures (both sides get a warm pool).

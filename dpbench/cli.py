@@ -1,8 +1,8 @@
-"""The ``dpbench`` command line: run, validate, list, status, report, check, new-plugin.
+"""The ``dpbench`` command line: run, validate, list, status, report, check, profile, new-plugin.
 
 Exit codes: 0 success; 1 a run finished with failed cells, or ``check`` found an expected rate that
 does not hold; 2 bad input (suite, profile, store path, options) — in that case nothing was
-written.
+written; 3 a run lost its dask scheduler (what was computed is kept; rerun to resume).
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from ._version import __version__
 from .errors import UserInputError
 
-EXIT_OK, EXIT_FAILED_CELLS, EXIT_USAGE = 0, 1, 2
+EXIT_OK, EXIT_FAILED_CELLS, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 3
 #: Sentinel of ``run --report`` without a path: ``reports/<suite name>.html``.
 DEFAULT_REPORT = "<default>"
 
@@ -38,6 +38,10 @@ def _build_parser() -> argparse.ArgumentParser:
     r.add_argument("--workers", type=int, default=None,
                    help="LocalCluster worker processes (default: one per core; 0 = inline, no dask)")
     r.add_argument("--scheduler", default=None, help="address of a running dask scheduler")
+    r.add_argument("--scheduler-file", default=None, metavar="FILE",
+                   help="scheduler file (JSON) written by dask scheduler --scheduler-file; "
+                        "precedence: --scheduler, --scheduler-file, DASK_SCHEDULER_ADDRESS, "
+                        "--cluster, LocalCluster (docs/clusters.md)")
     r.add_argument("--cluster", default=None, metavar="PROFILE.yaml", help="cluster profile file")
     r.add_argument("--restart", action="store_true",
                    help="discard an existing store whose suite changed and start over")
@@ -72,6 +76,10 @@ def _build_parser() -> argparse.ArgumentParser:
     chk.add_argument("--allow-incomplete", action="store_true",
                      help="check a store with pending or failed cells")
 
+    pr = sub.add_parser("profile", help="validate a cluster profile and show what it would start "
+                                        "(job script / Kubernetes manifest) without starting it")
+    pr.add_argument("profile", metavar="PROFILE.yaml", help="cluster profile file")
+
     np_ = sub.add_parser("new-plugin", help="scaffold an out-of-tree mechanism plugin package")
     np_.add_argument("name", help="algorithm name: lowercase letters, digits, underscores "
                                   "(also the import package and entry-point name)")
@@ -87,7 +95,8 @@ def _cmd_run(args: argparse.Namespace) -> int:
     from .tables import print_tables, results_table
 
     suite = load_suite(args.suite)
-    summary = run_suite(suite, args.store, scheduler=args.scheduler, profile=args.cluster,
+    summary = run_suite(suite, args.store, scheduler=args.scheduler,
+                        scheduler_file=args.scheduler_file, profile=args.cluster,
                         workers=args.workers, restart=args.restart,
                         retry_failed=not args.no_retry_failed, progress=not args.quiet)
     if not args.quiet:
@@ -160,6 +169,11 @@ def _cmd_status(args: argparse.Namespace) -> int:
         for coords, msg in store.failures(name, args.failures):
             where = ", ".join(f"{k}={v}" for k, v in coords.items())
             print(f"failed [{name}] {where}: {msg}")
+    from .store import ROOT_KEY
+
+    runs = store.root.attrs.get(ROOT_KEY, {}).get("runs", [])
+    if runs and runs[-1].get("interrupted"):
+        print(f"last run interrupted: {runs[-1]['interrupted']}")
     return EXIT_OK
 
 
@@ -203,6 +217,13 @@ def _cmd_check(args: argparse.Namespace) -> int:
     return EXIT_OK if not bad else EXIT_FAILED_CELLS
 
 
+def _cmd_profile(args: argparse.Namespace) -> int:
+    from .cluster import render_profile
+
+    print(render_profile(args.profile))
+    return EXIT_OK
+
+
 def _cmd_new_plugin(args: argparse.Namespace) -> int:
     from .scaffold import scaffold_plugin
 
@@ -225,7 +246,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = _build_parser().parse_args(argv)
     handler = {"run": _cmd_run, "validate": _cmd_validate, "list": _cmd_list,
                "status": _cmd_status, "report": _cmd_report, "check": _cmd_check,
-               "new-plugin": _cmd_new_plugin}[args.command]
+               "profile": _cmd_profile, "new-plugin": _cmd_new_plugin}[args.command]
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("default")
@@ -237,6 +258,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("dpbench: interrupted; run the same command again to resume", file=sys.stderr)
         return 130
+    except Exception as exc:
+        from .runner import SchedulerLost
+
+        if not isinstance(exc, SchedulerLost):
+            raise
+        print(f"dpbench {args.command}: error: {exc}", file=sys.stderr)
+        return EXIT_INTERRUPTED
 
 
 if __name__ == "__main__":

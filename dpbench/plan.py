@@ -1,10 +1,14 @@
 """Expansion of a suite into chunks and tasks.
 
-A **chunk** is all seeds of one (algorithm, problem, grid point): it is exactly one zarr chunk of
-every cube variable, so the single writer never shares a chunk between tasks. A **task** packs one
-or more whole chunks (cheap ones together, amortising dask's ~1–3 ms per-task overhead) and is the
-unit submitted to dask. Packing depends only on the suite, never on the number of workers, and
-results never depend on packing: every cell draws its randomness from its own identity.
+A **chunk** is all seeds of one (algorithm, problem, grid point): one whole row of every cube
+variable (a zarr chunk of the store holds one or several such rows, see
+:func:`dpbench.store.chunk_shape`; only the client writes them). A **task** packs one or more
+whole chunks (cheap ones together, amortising dask's ~1–3 ms per-task overhead; neighbouring grid
+points stay adjacent so that a task's rows mostly fill whole zarr chunks) and is the unit
+submitted to dask. Cost estimates include a fixed per-cell overhead
+(:data:`CELL_OVERHEAD_COST`), so sweeps of trivial cells still split into many tasks. Packing
+depends only on the suite, never on the number of workers, and results never depend on packing:
+every cell draws its randomness from its own identity.
 """
 
 from __future__ import annotations
@@ -25,6 +29,11 @@ from .suite import Experiment, Suite
 TARGET_TASK_COST = 2.0e6
 #: Upper bound on chunks per task, so that progress and resumption stay fine-grained.
 MAX_CHUNKS_PER_TASK = 256
+#: Fixed work units charged per cell on top of the algorithm's estimate: dataset lookup, seeding,
+#: risk evaluation and result handling (~0.3 ms, i.e. ~2,000 units at the scale of
+#: :data:`TARGET_TASK_COST`). Without it a sweep of trivial cells packs into a handful of huge
+#: tasks (256 chunks each) and two workers sit idle while the last ones run.
+CELL_OVERHEAD_COST = 2.0e3
 
 
 @dataclass(frozen=True)
@@ -91,6 +100,7 @@ def expand(suite: Suite, exp: Experiment, pending: np.ndarray | None = None,
     chunks: list[ChunkSpec] = []
     not_applicable: list[NotApplicableChunk] = []
     problems: dict[tuple[int, tuple[Any, ...]], Problem] = {}
+    algorithms: dict[tuple[int, tuple[Any, ...]], Algorithm] = {}
     for gidx, point in grid_points(exp):
         prob_axes = exp.problem_axes(point)
         algo_axes = exp.algorithm_axes(point)
@@ -108,13 +118,16 @@ def expand(suite: Suite, exp: Experiment, pending: np.ndarray | None = None,
                         continue
                 else:
                     seeds = tuple(range(exp.seeds))
-                algorithm = aspec.build(algo_axes)
+                akey = (ai, tuple(sorted(algo_axes.items())))
+                if akey not in algorithms:
+                    algorithms[akey] = aspec.build(algo_axes)
+                algorithm = algorithms[akey]
                 reason = algorithm.not_applicable_reason(problem)
                 if reason is not None:
                     not_applicable.append(NotApplicableChunk(exp.name, index, reason))
                     continue
                 n, p = int(point["n"]), int(point["p"])
-                cost = len(seeds) * (algorithm.cost(n, p) + n * p)
+                cost = len(seeds) * (algorithm.cost(n, p) + n * p + CELL_OVERHEAD_COST)
                 chunks.append(ChunkSpec(
                     experiment=exp.name, index=index, algorithm_cls=aspec.cls,
                     algorithm_name=aspec.name, algorithm_params=algorithm.get_params(),

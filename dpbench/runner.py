@@ -19,12 +19,16 @@ from typing import Any
 
 import numpy as np
 
-from .cluster import cluster_class, connect, load_profile
+from .cluster import check_cluster_source, cluster_class, connect, load_profile
 from .errors import UserInputError
 from .execute import DONE, FAILED, FLOAT_VARS, ChunkResult, TaskResult, run_task
 from .plan import TaskSpec, count_cells, expand, pack
 from .store import Counts, Store, check_store_path
 from .suite import Suite
+
+
+class SchedulerLost(RuntimeError):
+    """The connection to the dask scheduler was lost mid-run; every written cell is kept."""
 
 
 @dataclass
@@ -109,10 +113,10 @@ def _failed_result(task: TaskSpec, message: str) -> TaskResult:
 
 
 def _iter_results(client: Any, tasks: list[TaskSpec], window: int | None,
-                  ) -> Iterator[tuple[TaskSpec, TaskResult]]:
+                  memory_mb: float | None = None) -> Iterator[tuple[TaskSpec, TaskResult]]:
     if client is None:
         for t in tasks:
-            yield t, run_task(t)
+            yield t, run_task(t, memory_mb)
         return
     from distributed import as_completed
 
@@ -127,7 +131,7 @@ def _iter_results(client: Any, tasks: list[TaskSpec], window: int | None,
         if nxt is None:
             return False
         rank, spec = nxt
-        fut = client.submit(run_task, spec, key=spec.key, pure=False, retries=1,
+        fut = client.submit(run_task, spec, memory_mb, key=spec.key, pure=False, retries=1,
                             priority=len(tasks) - rank)
         specs[fut.key] = spec
         ac.add(fut)
@@ -139,6 +143,10 @@ def _iter_results(client: Any, tasks: list[TaskSpec], window: int | None,
     for batch in ac.batches():
         for fut, res in batch:
             spec = specs.pop(fut.key)
+            if fut.status == "cancelled":  # nobody else cancels: the scheduler connection is gone
+                where = getattr(client.scheduler, "address", "") or "of the run"
+                raise SchedulerLost(f"lost the scheduler {where} mid-run; the cells computed so "
+                                    "far are saved: run the same command again to resume")
             if fut.status == "error" or not isinstance(res, TaskResult):
                 exc = fut.exception() if fut.status == "error" else res
                 yield spec, _failed_result(spec, f"task failed: {type(exc).__name__}: {exc}")
@@ -149,6 +157,7 @@ def _iter_results(client: Any, tasks: list[TaskSpec], window: int | None,
 
 
 def run_suite(suite: Suite, store_path: str | Path, *, scheduler: str | None = None,
+              scheduler_file: str | Path | None = None,
               profile: str | Path | None = None, workers: int | None = None,
               restart: bool = False, retry_failed: bool = True, window: int | None = None,
               progress: bool = True, on_result: Callable[[TaskResult], None] | None = None,
@@ -162,6 +171,7 @@ def run_suite(suite: Suite, store_path: str | Path, *, scheduler: str | None = N
         raise UserInputError(f"--workers must be >= 0, got {workers}")
     if profile is not None:
         cluster_class(load_profile(profile), profile)
+    check_cluster_source(scheduler, scheduler_file)
     # Instantiating every cell's problem and algorithm validates parameter combinations that only
     # occur at some grid points, before the store is touched.
     planned = {exp.name: expand(suite, exp) for exp in suite.experiments}
@@ -181,14 +191,16 @@ def run_suite(suite: Suite, store_path: str | Path, *, scheduler: str | None = N
     started = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
     t0 = time.perf_counter()
     bar = Progress(count_cells(chunks), sum(t.cost for t in tasks), enabled=progress)
+    interrupted = ""
     try:
         if tasks:
-            with connect(scheduler, profile, workers) as (client, backend):
+            with connect(scheduler, profile, workers, scheduler_file) as (client, backend):
                 summary.backend = backend
-                for spec, res in _iter_results(client, tasks, window):
+                for spec, res in _iter_results(client, tasks, window,
+                                               suite.cell_memory_mb):
                     done = failed = 0
+                    store.write_many(res.chunks)
                     for chunk in res.chunks:
-                        store.write(chunk)
                         done += int(np.sum(chunk.status == DONE))
                         failed += int(np.sum(chunk.status == FAILED))
                     summary.computed += done
@@ -196,11 +208,15 @@ def run_suite(suite: Suite, store_path: str | Path, *, scheduler: str | None = N
                     bar.update(done, failed, spec.cost)
                     if on_result is not None:
                         on_result(res)
+    except BaseException as exc:
+        interrupted = f"{type(exc).__name__}: {exc}"
+        raise
     finally:
         bar.close()
         summary.seconds = time.perf_counter() - t0
         store.record_run({"started_utc": started, "seconds": round(summary.seconds, 3),
                           "backend": summary.backend, "cells_computed": summary.computed,
-                          "cells_failed": summary.failed})
+                          "cells_failed": summary.failed,
+                          **({"interrupted": interrupted} if interrupted else {})})
     summary.counts = {e.name: store.counts(e.name) for e in suite.experiments}
     return summary

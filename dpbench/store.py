@@ -4,9 +4,16 @@
 Layout of an experiment group: coordinate arrays ``algorithm``, ``problem``, the grid axes
 (``n``, ``p``, ``epsilon``, ``delta``, extras) and ``seed``; data variables
 :data:`~dpbench.execute.FLOAT_VARS` (float64, NaN until written), ``status`` (uint8: 0 pending,
-1 done, 2 failed, 3 not applicable) and ``error`` (string). A zarr chunk holds all seeds of one
-(algorithm, problem, grid point), and only the client writes, so no two writers ever touch a
-chunk.
+1 done, 2 failed, 3 not applicable) and ``error`` (string). A zarr chunk holds all seeds of
+several neighbouring (algorithm, problem, grid point) rows (see :func:`chunk_shape`: up to
+:data:`VALUE_CHUNK_CELLS` cells for values and errors, :data:`STATUS_CHUNK_CELLS` for ``status``),
+so that a task writes a few files per variable instead of one per grid point and the resume scan
+reads a handful of files. (Stores made before this layout, one grid point per chunk, are read
+and written the same way.) Only the client writes, so no two writers ever touch a chunk.
+
+Writing is batched per task: :meth:`Store.write_many` writes every touched chunk of the values
+and errors once, concurrently (reading it first when the task does not fill it), then likewise
+the ``status`` chunks.
 
 Crash safety: zarr ≥ 3.1.3 writes each chunk to a temporary file and renames it, so a chunk is
 either old or new. For every chunk the values and the error text are written before ``status``;
@@ -16,13 +23,14 @@ store whose pending cells are recomputed on resume (identically, since cells are
 
 from __future__ import annotations
 
+import asyncio
 import datetime as _dt
 import json
 import os
 import platform
 import shutil
 import socket
-from collections.abc import Iterable
+from collections.abc import Awaitable, Iterable, Sequence
 from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
@@ -30,6 +38,7 @@ from typing import Any
 
 import numpy as np
 import zarr
+from zarr.core.sync import sync as _zarr_sync
 
 from ._version import __version__
 from .errors import StoreError
@@ -42,6 +51,10 @@ from .suite import Experiment, Suite
 STORE_SCHEMA = 1
 ROOT_KEY = "dpbench_store"
 EXP_KEY = "dpbench_experiment"
+#: Upper bound on the cells of one ``status`` chunk (64 KiB of uint8 before compression).
+STATUS_CHUNK_CELLS = 2 ** 16
+#: Upper bound on the cells of one chunk of a value variable or ``error`` (32 KiB of float64).
+VALUE_CHUNK_CELLS = 2 ** 12
 _PACKAGES = ("numpy", "scipy", "dask", "distributed", "xarray", "zarr", "dp-accounting", "pyyaml")
 
 
@@ -70,6 +83,44 @@ def _coord_values(values: list[Any]) -> np.ndarray:
     if arr.dtype.kind in "USO":
         return np.asarray([str(v) for v in values], dtype=object)
     return arr
+
+
+def chunk_shape(shape: tuple[int, ...], budget: int) -> tuple[int, ...]:
+    """Chunk shape of a cube variable: whole trailing axes (seed first) while they fit in
+    ``budget`` cells, then as much of the next axis as fits, and 1 along the leading axes.
+
+    ``budget`` is :data:`STATUS_CHUNK_CELLS` for ``status`` and :data:`VALUE_CHUNK_CELLS` for
+    the others. A chunk always holds whole seed rows, so a write never splits a row.
+    """
+    chunks = [1] * len(shape)
+    size = 1
+    for ax in range(len(shape) - 1, -1, -1):
+        length = max(int(shape[ax]), 1)
+        if ax == len(shape) - 1 or size * length <= budget:
+            chunks[ax] = length
+            size *= length
+            continue
+        chunks[ax] = max(1, budget // size)
+        break
+    return tuple(chunks)
+
+
+@dataclass(frozen=True)
+class _Row:
+    """New values for some seeds of one (algorithm, problem, grid point) row of a variable."""
+
+    experiment: str
+    var: str
+    index: tuple[int, ...]
+    seeds: Sequence[int]
+    values: np.ndarray
+
+
+def _gather(aws: Sequence[Awaitable[Any]]) -> list[Any]:
+    """Run zarr coroutines concurrently on zarr's event loop and return their results in order."""
+    async def _all() -> list[Any]:
+        return list(await asyncio.gather(*aws))
+    return _zarr_sync(_all()) if aws else []
 
 
 def _is_store(path: Path) -> bool:
@@ -202,14 +253,14 @@ class Store:
             a = g.create_array(name, shape=arr.shape, dtype=dtype, dimension_names=[name])
             a[:] = arr
         shape = exp.shape
-        chunks = (1,) * (len(shape) - 1) + (shape[-1],)
+        chunks = chunk_shape(shape, VALUE_CHUNK_CELLS)
         for var in FLOAT_VARS:
             g.create_array(var, shape=shape, chunks=chunks, dtype="f8", fill_value=np.nan,
                            dimension_names=list(dims))
         g.create_array("error", shape=shape, chunks=chunks, dtype=str, fill_value="",
                        dimension_names=list(dims))
-        g.create_array("status", shape=shape, chunks=chunks, dtype="u1", fill_value=PENDING,
-                       dimension_names=list(dims))
+        g.create_array("status", shape=shape, chunks=chunk_shape(shape, STATUS_CHUNK_CELLS),
+                       dtype="u1", fill_value=PENDING, dimension_names=list(dims))
         g.attrs.update(self._experiment_attrs(suite, exp))
         g.attrs[EXP_KEY] = {"fingerprint": exp.fingerprint(suite.root_seed),
                             "definition": exp.definition(suite.root_seed), "initialised": True,
@@ -279,45 +330,78 @@ class Store:
         return cache[var]
 
     def write(self, res: ChunkResult) -> None:
-        """Write one chunk: values and errors first, ``status`` last (the commit marker).
+        """Write one chunk (see :meth:`write_many`)."""
+        self.write_many([res])
 
-        Only the cells in ``res.seeds`` change; for a chunk that already holds results (a resume
-        after failures) the stored cells are read and kept, so a done cell is never rewritten.
+    def write_many(self, results: Sequence[ChunkResult]) -> None:
+        """Write the results of one task: all values and errors first, then ``status`` (the
+        commit marker).
+
+        Only the cells in each result's ``seeds`` change: stored cells of a partially computed
+        row (a resume after failures) or of the neighbouring grid points that share a zarr chunk
+        are kept, so a done cell is never rewritten. Results must be for distinct rows.
         """
-        sel = (*res.index, slice(None))
-        seeds = np.asarray(res.seeds, dtype=int)
-        if res.fresh:
-            merged = dict(res.values)
-            merged["error"] = np.asarray(res.errors, dtype=object)
-            merged_status = res.status
-        else:
-            merged = {}
-            for var in (*FLOAT_VARS, "error"):
-                cur = np.asarray(self._array(res.experiment, var)[sel])
-                if var == "error":
-                    cur = cur.astype(object)
-                    cur[seeds] = np.asarray(res.errors, dtype=object)
-                else:
-                    cur = cur.copy()
-                    cur[seeds] = res.values[var]
-                merged[var] = cur
-            merged_status = np.asarray(self._array(res.experiment, "status")[sel]).copy()
-            merged_status[seeds] = res.status
-        for var, block in merged.items():
-            self._array(res.experiment, var)[sel] = block
-        self._array(res.experiment, "status")[sel] = merged_status
+        rows: list[_Row] = []
+        for res in results:
+            for var in FLOAT_VARS:
+                rows.append(_Row(res.experiment, var, res.index, res.seeds,
+                                 np.asarray(res.values[var], dtype=np.float64)))
+            rows.append(_Row(res.experiment, "error", res.index, res.seeds,
+                             np.asarray(res.errors, dtype=object)))
+        self._commit(rows)
+        self._commit_status([_Row(r.experiment, "status", r.index, r.seeds,
+                                  np.asarray(r.status, dtype=np.uint8)) for r in results])
 
     def mark_not_applicable(self, chunks: Iterable[NotApplicableChunk]) -> int:
         """Record not-applicable chunks (status 3 with the reason in ``error``)."""
-        count = 0
+        errors, status = [], []
         for c in chunks:
-            st = self._array(c.experiment, "status")
-            n = st.shape[-1]
-            sel = (*c.index, slice(None))
-            self._array(c.experiment, "error")[sel] = np.asarray([c.reason] * n, dtype=object)
-            st[sel] = np.full(n, NOT_APPLICABLE, dtype=np.uint8)
-            count += n
-        return count
+            n = self._array(c.experiment, "status").shape[-1]
+            seeds = tuple(range(n))
+            errors.append(_Row(c.experiment, "error", c.index, seeds,
+                               np.asarray([c.reason] * n, dtype=object)))
+            status.append(_Row(c.experiment, "status", c.index, seeds,
+                               np.full(n, NOT_APPLICABLE, dtype=np.uint8)))
+        self._commit(errors)
+        self._commit_status(status)
+        return sum(len(r.seeds) for r in status)
+
+    def _commit_status(self, rows: Sequence[_Row]) -> None:
+        """The commit step of a write (separate so that tests can interrupt it)."""
+        self._commit(rows)
+
+    def _commit(self, rows: Sequence[_Row]) -> None:
+        """Set ``var[index][seeds] = values`` for every row, writing each touched zarr chunk
+        exactly once, whole (concurrently across chunks).
+
+        A chunk whose every row is fully given is written without reading it; otherwise it is
+        read, updated and written back (safe: the client is the only writer).
+        """
+        groups: dict[tuple[str, str, tuple[int, ...]], list[_Row]] = {}
+        for row in rows:
+            cshape = self._array(row.experiment, row.var).chunks
+            origin = tuple(i // c * c for i, c in zip(row.index, cshape))
+            groups.setdefault((row.experiment, row.var, origin), []).append(row)
+        plans = []
+        for (exp, var, origin), items in groups.items():
+            arr = self._array(exp, var)
+            region = tuple(slice(o, min(o + c, n))
+                           for o, c, n in zip((*origin, 0), arr.chunks, arr.shape))
+            n_rows = int(np.prod([r.stop - r.start for r in region[:-1]]))
+            covered = len(items) == n_rows and all(len(r.seeds) == arr.shape[-1] for r in items)
+            plans.append((arr, origin, region, items, covered))
+        stored = iter(_gather([arr._async_array.getitem(region)
+                               for arr, _, region, _, covered in plans if not covered]))
+        writes = []
+        for arr, origin, region, items, covered in plans:
+            dtype = object if arr.dtype.kind in "OTU" else arr.dtype
+            shape = tuple(r.stop - r.start for r in region)
+            block = np.empty(shape, dtype=dtype) if covered else np.array(next(stored), dtype=dtype)
+            for r in items:
+                local = tuple(i - o for i, o in zip(r.index, origin))
+                block[local][list(r.seeds)] = r.values
+            writes.append(arr._async_array.setitem(region, block))
+        _gather(writes)
 
     def record_run(self, info: dict[str, Any]) -> None:
         """Append a run's provenance (times, cluster, counts) to the root attributes."""

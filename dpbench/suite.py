@@ -5,7 +5,8 @@ A suite::
     name: quickstart
     root_seed: 20261121        # integer >= 0
     seeds: 8                   # default number of seeds per grid point
-    cell_timeout_s: 300        # optional per-cell time limit (seconds)
+    cell_timeout_s: 300        # optional hard per-cell time limit (seconds; the cell is killed)
+    cell_memory_mb: 2000       # optional per-cell memory limit (MB; the cell fails, not the worker)
     experiments:
       - name: lipschitz        # becomes the zarr group of the cube
         problems:
@@ -46,7 +47,8 @@ from .seeding import stable_hash
 SCHEMA_VERSION = 1
 CORE_AXES = ("n", "p", "epsilon", "delta")
 _IDENT = re.compile(r"^[A-Za-z][A-Za-z0-9_.\-]*$")
-_TOP_KEYS = ("name", "description", "root_seed", "seeds", "cell_timeout_s", "experiments")
+_TOP_KEYS = ("name", "description", "root_seed", "seeds", "cell_timeout_s", "cell_memory_mb",
+             "experiments")
 _EXP_KEYS = ("name", "description", "seeds", "problems", "algorithms", "grid", "expect")
 _EXPECT_KEYS = ("id", "algorithm", "problem", "axis", "slope", "tolerance", "at", "source")
 _PROB_KEYS = ("problem", "label", "params")
@@ -176,6 +178,7 @@ class Suite:
     experiments: tuple[Experiment, ...]
     source: str
     text: str
+    cell_memory_mb: float | None = None
 
     @property
     def n_cells(self) -> int:
@@ -494,6 +497,9 @@ def parse_suite(text: str, source: str = "<suite>") -> Suite:
     timeout = raw.get("cell_timeout_s")
     if timeout is not None and not (_is_real(timeout) and timeout > 0):
         errs.add("cell_timeout_s", f"must be a number of seconds > 0, got {timeout!r}")
+    memory = raw.get("cell_memory_mb")
+    if memory is not None and not (_is_real(memory) and memory > 0):
+        errs.add("cell_memory_mb", f"must be a number of megabytes > 0, got {memory!r}")
     exps_raw = raw.get("experiments")
     experiments: list[Experiment] = []
     if not isinstance(exps_raw, list) or not exps_raw:
@@ -512,7 +518,8 @@ def parse_suite(text: str, source: str = "<suite>") -> Suite:
     if errs.items:
         raise SuiteError(source, errs.items)
     return Suite(name, str(raw.get("description", "")), root_seed,
-                 float(timeout) if timeout is not None else None, tuple(experiments), source, text)
+                 float(timeout) if timeout is not None else None, tuple(experiments), source, text,
+                 float(memory) if memory is not None else None)
 
 
 def load_suite(path: str | Path) -> Suite:

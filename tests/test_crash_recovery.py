@@ -31,7 +31,7 @@ SLOW_SUITE = textwrap.dedent("""
         algorithms:
           - {label: sgd, algorithm: noisy_sgd, params: {sigma_mode: paper}}
           - {label: ref, algorithm: nonprivate_erm}
-        grid: {n: [40, 60, 80, 100, 120], p: [3], epsilon: [1.0], delta: [1e-5]}
+        grid: {n: [200, 300, 400, 500, 600], p: [3], epsilon: [1.0], delta: [1e-5]}
 """)
 
 

@@ -1,5 +1,6 @@
 """A suite run through `--scheduler` on a separately started `dask scheduler` and two
-`dask worker` processes gives the same cube, bit for bit, as an inline run."""
+`dask worker` processes gives the same cube, bit for bit, as an inline run and as a LocalCluster
+run."""
 
 from __future__ import annotations
 
@@ -55,3 +56,6 @@ def test_external_scheduler_and_worker_processes(tiny_suite_file: Path, tmp_path
     ref = tmp_path / "ref.zarr"
     run_suite(load_suite(tiny_suite_file), ref, workers=0, progress=False)
     assert_cubes_identical(ref, store, ["approx", "pure"])
+    local = tmp_path / "local.zarr"  # and the embedded LocalCluster (2 worker processes)
+    run_suite(load_suite(tiny_suite_file), local, workers=2, progress=False)
+    assert_cubes_identical(local, store, ["approx", "pure"])
