@@ -68,7 +68,9 @@ class Busy(Algorithm):
         return Release(problem.constraint.center(data.p), PrivacyLedger.non_private())
 
 
-def _suite(algorithm: str, n_values: list[int], seeds: int) -> str:
+def _suite(algorithm: str, n_values: list[int], seeds: int,
+           epsilons: list[float] | None = None) -> str:
+    """One experiment of ``algorithm`` on LB-Lin (p = 1) over the given n and ε values."""
     return f"""
 name: bench
 seeds: {seeds}
@@ -76,7 +78,7 @@ experiments:
   - name: e
     problems: [{{problem: lb_lin}}]
     algorithms: [{{label: a, algorithm: {algorithm}}}]
-    grid: {{n: {n_values}, p: [1], epsilon: [1.0]}}
+    grid: {{n: {n_values}, p: [1], epsilon: {epsilons or [1.0]}}}
 """
 
 

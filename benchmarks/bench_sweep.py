@@ -32,7 +32,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from bench_engine import Trivial  # noqa: E402
+from bench_engine import Trivial, _suite  # noqa: E402
 
 from dpbench import registry  # noqa: E402
 from dpbench.plan import expand, pack  # noqa: E402
@@ -44,16 +44,7 @@ def sweep_suite(seeds: int, points: int) -> str:
     """``points`` grid points (10 sample sizes × points/10 epsilons) of the trivial mechanism."""
     n_values = list(range(2, 12))
     n_eps = max(1, points // len(n_values))
-    eps = [round(0.01 * (i + 1), 4) for i in range(n_eps)]
-    return f"""
-name: sweep
-seeds: {seeds}
-experiments:
-  - name: e
-    problems: [{{problem: lb_lin}}]
-    algorithms: [{{label: a, algorithm: bench_trivial}}]
-    grid: {{n: {n_values}, p: [1], epsilon: {eps}}}
-"""
+    return _suite("bench_trivial", n_values, seeds, [round(0.01 * (i + 1), 4) for i in range(n_eps)])
 
 
 def _maxrss_mb() -> float:
