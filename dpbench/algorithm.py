@@ -68,6 +68,10 @@ class Algorithm(Parametrized):
     version: ClassVar[str] = "1"
     params: ClassVar[dict[str, Param]] = {}
     _plugin_kind: ClassVar[str] = "algorithm"
+    #: True when the mechanism clips every per-example gradient to the declared L itself, so its
+    #: privacy holds even for records outside the declared data norm (the audit's ``outlier``
+    #: canary applies only then; :mod:`dpbench.audit.canaries`).
+    clips_gradients: ClassVar[bool] = False
 
 
     # --- declarations -------------------------------------------------------------------------

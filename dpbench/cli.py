@@ -1,7 +1,9 @@
-"""The ``dpbench`` command line: run, validate, list, status, report, check, profile, new-plugin.
+"""The ``dpbench`` command line: run, audit, validate, list, status, report, check, profile,
+new-plugin.
 
 Exit codes: 0 success; 1 a run finished with failed cells, or ``check`` found an expected rate that
-does not hold; 2 bad input (suite, profile, store path, options) — in that case nothing was
+does not hold, or ``audit`` found a privacy violation of an ``expect: private`` point or missed a
+zoo member (``expect: violation``); 2 bad input (suite, profile, store path, options) — in that case nothing was
 written; 3 a run lost its dask scheduler (what was computed is kept; rerun to resume).
 """
 
@@ -11,6 +13,7 @@ import argparse
 import sys
 import warnings
 from collections.abc import Sequence
+from typing import Any
 
 from ._version import __version__
 from .errors import UserInputError
@@ -26,13 +29,8 @@ class _Parser(argparse.ArgumentParser):
         self.exit(EXIT_USAGE, f"{self.prog}: error: {message}\n")
 
 
-def _build_parser() -> argparse.ArgumentParser:
-    p = _Parser(prog="dpbench", description="Benchmark differentially private convex optimisation "
-                "against the rates its papers prove.")
-    p.add_argument("--version", action="version", version=f"dpbench {__version__}")
-    sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
-
-    r = sub.add_parser("run", help="run or resume a suite into a zarr store")
+def _add_run_options(r: argparse.ArgumentParser, restart_help: str) -> None:
+    """The suite, store and cluster options shared by ``run`` and ``audit``."""
     r.add_argument("suite", help="suite YAML file")
     r.add_argument("--store", required=True, help="zarr store directory (created or resumed)")
     r.add_argument("--workers", type=int, default=None,
@@ -43,14 +41,33 @@ def _build_parser() -> argparse.ArgumentParser:
                         "precedence: --scheduler, --scheduler-file, DASK_SCHEDULER_ADDRESS, "
                         "--cluster, LocalCluster (docs/clusters.md)")
     r.add_argument("--cluster", default=None, metavar="PROFILE.yaml", help="cluster profile file")
-    r.add_argument("--restart", action="store_true",
-                   help="discard an existing store whose suite changed and start over")
+    r.add_argument("--restart", action="store_true", help=restart_help)
     r.add_argument("--no-retry-failed", action="store_true",
                    help="on resume, leave failed cells as they are")
     r.add_argument("--quiet", action="store_true", help="no progress bar or tables")
     r.add_argument("--report", nargs="?", const=DEFAULT_REPORT, default=None, metavar="PATH",
                    help="build the HTML report after the run (default path: "
                         "reports/<suite name>.html); a run with failed cells reports the done ones")
+
+
+def _build_parser() -> argparse.ArgumentParser:
+    p = _Parser(prog="dpbench", description="Benchmark differentially private convex optimisation "
+                "against the rates its papers prove.")
+    p.add_argument("--version", action="version", version=f"dpbench {__version__}")
+    sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    _add_commands(sub)
+    return p
+
+
+def _add_commands(sub: Any) -> None:
+    """The subcommands (``run`` and ``audit`` share :func:`_add_run_options`)."""
+    r = sub.add_parser("run", help="run or resume a suite into a zarr store")
+    _add_run_options(r, "discard an existing store whose suite changed and start over")
+
+    au = sub.add_parser("audit", help="run or resume a suite's privacy audits (audits:) into a "
+                                      "zarr store; exit 1 on a privacy violation or a missed "
+                                      "zoo member")
+    _add_run_options(au, "discard the audits of the store whose definition changed")
 
     v = sub.add_parser("validate", help="check a suite without running anything")
     v.add_argument("suite")
@@ -86,7 +103,6 @@ def _build_parser() -> argparse.ArgumentParser:
     np_.add_argument("--directory", default=None, metavar="DIR",
                      help="where to write the package (default: ./NAME with dashes); must not "
                           "exist or be empty")
-    return p
 
 
 def _cmd_run(args: argparse.Namespace) -> int:
@@ -104,6 +120,9 @@ def _cmd_run(args: argparse.Namespace) -> int:
     total = {k: sum(getattr(c, k) for c in summary.counts.values())
              for k in ("total", "done", "failed", "not_applicable", "pending")}
     print(f"store: {summary.store}")
+    if suite.audits:
+        print(f"note: the suite's {len(suite.audits)} audit(s) are not run by dpbench run; "
+              "use dpbench audit")
     print(f"backend: {summary.backend}; {summary.computed} cells computed in "
           f"{summary.seconds:.1f} s; totals: {total['done']} done, {total['failed']} failed, "
           f"{total['not_applicable']} not applicable, {total['pending']} pending "
@@ -124,7 +143,38 @@ def _cmd_validate(args: argparse.Namespace) -> int:
     for e in suite.experiments:
         shape = " x ".join(f"{d}={s}" for d, s in zip(e.dims, e.shape))
         print(f"  {e.name}: {shape}")
+    if suite.audits:
+        from .audit.spec import n_audit_points
+
+        print(f"  {len(suite.audits)} audit(s), {n_audit_points(suite.audits)} audit points "
+              f"(before applicability), alpha = {suite.audit.alpha:g} over the run")
+        for a in suite.audits:
+            shape = " x ".join(f"{d}={s}" for d, s in zip(a.point_dims, a.point_shape))
+            print(f"  audit {a.name} (expect {a.expect}): {shape}; {a.runs} runs per side in "
+                  f"{a.n_batches} batch(es) of {a.batch}")
+        print("  note: dpbench run ignores the audits and dpbench audit ignores the experiments")
     return EXIT_OK
+
+
+def _cmd_audit(args: argparse.Namespace) -> int:
+    from .audit.engine import run_audits
+    from .audit.report import audit_table, summary_lines
+    from .suite import load_suite
+    from .tables import print_tables
+
+    suite = load_suite(args.suite)
+    summary = run_audits(suite, args.store, scheduler=args.scheduler,
+                         scheduler_file=args.scheduler_file, profile=args.cluster,
+                         workers=args.workers, restart=args.restart,
+                         retry_failed=not args.no_retry_failed, progress=not args.quiet)
+    if not args.quiet:
+        print_tables(audit_table(summary.results))
+    for line in summary_lines(summary):
+        print(line)
+    if args.report is not None:
+        _write_report(args.store, None if args.report == DEFAULT_REPORT else args.report,
+                      allow_incomplete=True)
+    return EXIT_OK if summary.ok else EXIT_FAILED_CELLS
 
 
 def _cmd_list(args: argparse.Namespace) -> int:
@@ -169,6 +219,12 @@ def _cmd_status(args: argparse.Namespace) -> int:
         for coords, msg in store.failures(name, args.failures):
             where = ", ".join(f"{k}={v}" for k, v in coords.items())
             print(f"failed [{name}] {where}: {msg}")
+    from .audit.store import AuditStore, audit_names, batch_counts
+
+    for name in audit_names(store):
+        c = batch_counts(AuditStore(store).batch_status(name))
+        print(f"audit {name}: {c['total']} batches, {c['done']} done, {c['failed']} failed, "
+              f"{c['not_applicable']} not applicable, {c['pending']} pending")
     from .store import ROOT_KEY
 
     runs = store.root.attrs.get(ROOT_KEY, {}).get("runs", [])
@@ -207,7 +263,8 @@ def _cmd_check(args: argparse.Namespace) -> int:
         t.add_column(col)
     for c in checks:
         e = c.expectation
-        t.add_row(e.id, c.experiment, e.algorithm, e.problem, e.axis, fixed_text(c.fixed),
+        axis = e.axis if e.variable == "excess_risk" else f"{e.axis} ({e.variable})"
+        t.add_row(e.id, c.experiment, e.algorithm, e.problem, axis, fixed_text(c.fixed),
                   f"{e.slope:+.2f} ± {e.tolerance:g}", estimate_text(c.slope, c.slope_low,
                                                                      c.slope_high),
                   f"{c.points_used}/{c.points}", c.outcome)
@@ -246,7 +303,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = _build_parser().parse_args(argv)
     handler = {"run": _cmd_run, "validate": _cmd_validate, "list": _cmd_list,
                "status": _cmd_status, "report": _cmd_report, "check": _cmd_check,
-               "profile": _cmd_profile, "new-plugin": _cmd_new_plugin}[args.command]
+               "profile": _cmd_profile, "new-plugin": _cmd_new_plugin,
+               "audit": _cmd_audit}[args.command]
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("default")

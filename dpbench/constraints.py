@@ -58,6 +58,54 @@ class Ball(ConstraintSet):
     def center(self, p: int) -> np.ndarray:
         return np.zeros(p)
 
+    def sample_uniform(self, p: int, rng: np.random.Generator) -> np.ndarray:
+        """A uniform point of the ball (a data-independent start, langevin spec A2/A5)."""
+        return _uniform_in_ball(p, self.radius, rng)
+
+
+def _uniform_in_ball(p: int, radius: float, rng: np.random.Generator) -> np.ndarray:
+    """Uniform in B(0, radius) ⊂ R^p: a uniform direction times radius·U^{1/p}."""
+    g = rng.standard_normal(p)
+    g /= max(math.sqrt(float(g @ g)), np.finfo(float).tiny)
+    return g * (radius * rng.random() ** (1.0 / p))
+
+
+@dataclass(frozen=True)
+class Box(ConstraintSet):
+    """The cube [−r/√p, r/√p]^p inscribed in the ball of radius ``radius`` r (GTU §5 F2).
+
+    Scaling the half-width by 1/√p keeps the diameter 2r fixed in p-sweeps (the spec's rule: a cube
+    of fixed side has a diameter growing like √p, which would bend p-slopes). ``half_width(p)`` is
+    the side half-length.
+    """
+
+    radius: float = 1.0
+
+    def half_width(self, p: int) -> float:
+        return self.radius / math.sqrt(p)
+
+    def project(self, theta: np.ndarray) -> np.ndarray:
+        theta = np.asarray(theta, dtype=float)
+        a = self.half_width(theta.shape[-1])
+        return np.clip(theta, -a, a)
+
+    def contains(self, theta: np.ndarray, tol: float = 1e-12) -> bool | np.ndarray:
+        theta = np.asarray(theta, dtype=float)
+        a = self.half_width(theta.shape[-1])
+        return np.max(np.abs(theta), axis=-1) <= a * (1 + tol)
+
+    @property
+    def diameter(self) -> float:
+        return 2.0 * self.radius
+
+    def center(self, p: int) -> np.ndarray:
+        return np.zeros(p)
+
+    def sample_uniform(self, p: int, rng: np.random.Generator) -> np.ndarray:
+        """A uniform point of the cube (a data-independent start, GTU Lemma B.5)."""
+        a = self.half_width(p)
+        return rng.uniform(-a, a, size=p)
+
 
 class BallAt(ConstraintSet):
     """The Euclidean ball of ``radius`` centred at ``center`` (a fixed vector).
@@ -84,6 +132,10 @@ class BallAt(ConstraintSet):
 
     def center(self, p: int) -> np.ndarray:
         return self.center_point.copy()
+
+    def sample_uniform(self, p: int, rng: np.random.Generator) -> np.ndarray:
+        """A uniform point of the ball (a data-independent start when the centre is public)."""
+        return self.center_point + _uniform_in_ball(p, self.radius, rng)
 
 
 class Intersection(ConstraintSet):

@@ -138,7 +138,7 @@ def compute_cell(chunk: ChunkSpec, j: int, problem: Problem, algorithm: Any,
             raise CellTimeout(f"cell took {wall:.3g} s, over its time limit of "
                               f"{chunk.timeout_s:g} s")
         excess = problem.risk(rel.theta, data) - opt.value
-        pop = problem.population_excess(rel.theta, p) if problem.has_population else math.nan
+        pop = problem.population_excess(rel.theta, p, n) if problem.has_population else math.nan
         if not math.isfinite(excess) or (problem.has_population and not math.isfinite(pop)):
             raise FloatingPointError(f"non-finite result: excess={excess!r}, population={pop!r}")
         # The excess of the data-independent centre of C: what a release that ignores the data

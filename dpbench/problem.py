@@ -13,7 +13,7 @@ change. It implements:
 * the declared constants ``lipschitz`` (over the whole data universe, never computed from the data
   set: that would leak), ``strong_convexity`` (per example), ``smoothness`` (``inf`` when non-smooth)
   and the ``constraint`` set (projection, membership, **diameter**);
-* optionally ``population_excess(theta, p)`` when a data law is defined (``has_population = True``).
+* optionally ``population_excess(theta, p, n)`` when a data law is defined (``has_population = True``).
 """
 
 from __future__ import annotations
@@ -149,8 +149,11 @@ class Problem(Parametrized):
     def solve(self, data: Dataset) -> Optimum:
         raise NotImplementedError
 
-    def population_excess(self, theta: np.ndarray, p: int) -> float:
-        """Excess population risk of θ; NaN when the problem defines no data law."""
+    def population_excess(self, theta: np.ndarray, p: int, n: int | None = None) -> float:
+        """Excess population risk of θ; NaN when the problem defines no data law.
+
+        ``n`` is the sample size of the cell; only laws that scale with n (hard DP-SCO instances
+        whose mean shrinks like 1/√n) use it."""
         return math.nan
 
     # --- optional fast paths ------------------------------------------------------------------
@@ -171,5 +174,30 @@ class Problem(Parametrized):
         is C itself or a localised C ∩ B(θ₀, r₀) (Algorithm 4). Return ``None`` when no exact
         sampler exists for this data or region; ExpMech then reports the cell not applicable
         (``sampler="exact"``) or uses MCMC.
+        """
+        return None
+
+    def rem_sampler(
+        self, data: Dataset, k: float, mu: float, center: np.ndarray
+    ) -> Callable[[np.random.Generator], np.ndarray] | None:
+        """An exact sampler of ∝ exp(−k·F(θ; D) − (kμ/2)‖θ − center‖²) on C, or ``None``.
+
+        F is the **average** loss (the regularized exponential mechanism of Gopi–Lee–Liu 2022,
+        spec ``rem-and-mirror-descent.md`` §1.4 A1–A3; μ = 0 is the plain EM on the average
+        loss). The default reuses :meth:`expmech_sampler` when μ = 0 (temperature k/n on the sum);
+        otherwise ``None`` (REM then needs ``sampler="alternating"``).
+        """
+        if mu == 0:
+            return self.expmech_sampler(data, k / data.n, self.constraint)
+        return None
+
+    def rashomon_sampler(
+        self, data: Dataset, beta: float, psi: float
+    ) -> Callable[[np.random.Generator], np.ndarray] | None:
+        """An exact sampler of the Rashomon Gibbs law ∝ exp(−β·max{𝓛(θ), 𝓛* + ψ}) on C, or ``None``.
+
+        ``beta`` is the inverse temperature on the **average** loss 𝓛 and 𝓛* = min_C 𝓛 (GTU
+        §1.5; spec langevin-rashomon A6, §5 F1). Return ``None`` when no exact sampler exists;
+        the ``rashomon`` mechanism then reports the cell not applicable or uses MCMC.
         """
         return None

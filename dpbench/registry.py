@@ -39,6 +39,19 @@ _BUILTIN: dict[str, dict[str, str]] = {
         "high_prob_approx": "dpbench.algorithms.high_prob:HighProbApprox",
         "localize": "dpbench.algorithms.localize:Localize",
         "localize_gaussian": "dpbench.algorithms.localize:LocalizeGaussian",
+        # The broken zoo (dpbench.audit.zoo): DELIBERATELY WRONG mechanisms, for audit power only.
+        "broken_noise_halved": "dpbench.audit.zoo:BrokenNoiseHalved",
+        "broken_one_sided_sensitivity": "dpbench.audit.zoo:BrokenOneSidedSensitivity",
+        "broken_add_remove_accounting": "dpbench.audit.zoo:BrokenAddRemoveAccounting",
+        "broken_warm_start_sampler": "dpbench.audit.zoo:BrokenWarmStartSampler",
+        "broken_no_clipping": "dpbench.audit.zoo:BrokenNoClipping",
+        "broken_data_dependent_step": "dpbench.audit.zoo:BrokenDataDependentStep",
+        "rem": "dpbench.algorithms.rem:REM",
+        "gibbs": "dpbench.algorithms.gibbs:Gibbs",
+        "rashomon": "dpbench.algorithms.rashomon:Rashomon",
+        "iterated_exp_mech": "dpbench.algorithms.iterated_exp_mech:IteratedExpMech",
+        "noisy_mirror_descent": "dpbench.algorithms.noisy_mirror_descent:NoisyMirrorDescent",
+        "langevin": "dpbench.algorithms.langevin:Langevin",
     },
     "problems": {
         "lb_lin": "dpbench.problems.lb_lin:LBLin",
@@ -49,6 +62,11 @@ _BUILTIN: dict[str, dict[str, str]] = {
         "hub_1d": "dpbench.problems.hub_1d:Hub1D",
         "median": "dpbench.problems.median:EuclideanMedian",
         "linear_ridge": "dpbench.problems.linear_ridge:LinearRidge",
+        "mean_est": "dpbench.problems.mean_est:MeanEst",
+        "sep_abs": "dpbench.problems.sep_abs:SepAbs",
+        "lin_ball": "dpbench.problems.lin_ball:LinBall",
+        "lin_cube": "dpbench.problems.lin_cube:LinCube",
+        "flat_1d": "dpbench.problems.flat_1d:Flat1D",
     },
 }
 

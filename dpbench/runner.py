@@ -113,10 +113,18 @@ def _failed_result(task: TaskSpec, message: str) -> TaskResult:
 
 
 def _iter_results(client: Any, tasks: list[TaskSpec], window: int | None,
-                  memory_mb: float | None = None) -> Iterator[tuple[TaskSpec, TaskResult]]:
+                  memory_mb: float | None = None, *, run: Callable[..., Any] = run_task,
+                  failed: Callable[[Any, str], Any] = _failed_result,
+                  result_type: type = TaskResult) -> Iterator[tuple[Any, Any]]:
+    """(task, result) pairs as tasks complete: ``run(task, memory_mb)`` on the workers (inline
+    without a client), ``failed(task, message)`` for a task that failed beyond dask's retries.
+
+    The hooks let other kinds of cells (the privacy audit's batches, :mod:`dpbench.audit.engine`)
+    share the window, retries and scheduler-loss handling; the defaults run suite cells.
+    """
     if client is None:
         for t in tasks:
-            yield t, run_task(t, memory_mb)
+            yield t, run(t, memory_mb)
         return
     from distributed import as_completed
 
@@ -131,7 +139,7 @@ def _iter_results(client: Any, tasks: list[TaskSpec], window: int | None,
         if nxt is None:
             return False
         rank, spec = nxt
-        fut = client.submit(run_task, spec, memory_mb, key=spec.key, pure=False, retries=1,
+        fut = client.submit(run, spec, memory_mb, key=spec.key, pure=False, retries=1,
                             priority=len(tasks) - rank)
         specs[fut.key] = spec
         ac.add(fut)
@@ -147,13 +155,64 @@ def _iter_results(client: Any, tasks: list[TaskSpec], window: int | None,
                 where = getattr(client.scheduler, "address", "") or "of the run"
                 raise SchedulerLost(f"lost the scheduler {where} mid-run; the cells computed so "
                                     "far are saved: run the same command again to resume")
-            if fut.status == "error" or not isinstance(res, TaskResult):
+            if fut.status == "error" or not isinstance(res, result_type):
                 exc = fut.exception() if fut.status == "error" else res
-                yield spec, _failed_result(spec, f"task failed: {type(exc).__name__}: {exc}")
+                yield spec, failed(spec, f"task failed: {type(exc).__name__}: {exc}")
             else:
                 yield spec, res
             fut.release()
             launch()
+
+
+def drive_tasks(tasks: list[TaskSpec], store: Store, summary: Any, bar: Progress, *,
+                write: Callable[[Any], tuple[int, int]],
+                connection: tuple[str | None, str | Path | None, int | None, str | Path | None],
+                window: int | None, memory_mb: float | None = None,
+                on_result: Callable[[Any], None] | None = None, command: str | None = None,
+                **iter_kw: Any) -> None:
+    """Run packed ``tasks`` on the cluster named by ``connection`` (scheduler, profile, workers,
+    scheduler file), hand each completed task to ``write`` (which stores it and returns its
+    (done, failed) cell counts), and record the run in the store's log, also when interrupted.
+
+    The one client loop behind ``dpbench run`` and ``dpbench audit``; ``iter_kw`` passes the task
+    function and result types of the audit cells to :func:`_iter_results`. ``summary`` needs
+    ``backend``, ``computed``, ``failed`` and ``seconds`` attributes.
+    """
+    started = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
+    t0 = time.perf_counter()
+    interrupted = ""
+    try:
+        if tasks:
+            with connect(*connection) as (client, backend):
+                summary.backend = backend
+                for spec, res in _iter_results(client, tasks, window, memory_mb, **iter_kw):
+                    done, failed = write(res)
+                    summary.computed += done
+                    summary.failed += failed
+                    bar.update(done, failed, spec.cost)
+                    if on_result is not None:
+                        on_result(res)
+    except BaseException as exc:
+        interrupted = f"{type(exc).__name__}: {exc}"
+        raise
+    finally:
+        bar.close()
+        summary.seconds = time.perf_counter() - t0
+        store.record_run({**({"command": command} if command else {}),
+                          "started_utc": started, "seconds": round(summary.seconds, 3),
+                          "backend": summary.backend, "cells_computed": summary.computed,
+                          "cells_failed": summary.failed,
+                          **({"interrupted": interrupted} if interrupted else {})})
+
+
+def check_connection_args(workers: int | None, profile: str | Path | None, scheduler: str | None,
+                          scheduler_file: str | Path | None) -> None:
+    """UserInputError for bad --workers / --cluster / --scheduler(-file), before any store write."""
+    if workers is not None and workers < 0:
+        raise UserInputError(f"--workers must be >= 0, got {workers}")
+    if profile is not None:
+        cluster_class(load_profile(profile), profile)
+    check_cluster_source(scheduler, scheduler_file)
 
 
 def run_suite(suite: Suite, store_path: str | Path, *, scheduler: str | None = None,
@@ -167,11 +226,7 @@ def run_suite(suite: Suite, store_path: str | Path, *, scheduler: str | None = N
     The suite is validated and planned before the store is touched. Only cells that are pending
     (and failed ones, unless ``retry_failed`` is False) are computed.
     """
-    if workers is not None and workers < 0:
-        raise UserInputError(f"--workers must be >= 0, got {workers}")
-    if profile is not None:
-        cluster_class(load_profile(profile), profile)
-    check_cluster_source(scheduler, scheduler_file)
+    check_connection_args(workers, profile, scheduler, scheduler_file)
     # Instantiating every cell's problem and algorithm validates parameter combinations that only
     # occur at some grid points, before the store is touched.
     planned = {exp.name: expand(suite, exp) for exp in suite.experiments}
@@ -188,35 +243,16 @@ def run_suite(suite: Suite, store_path: str | Path, *, scheduler: str | None = N
     summary = RunSummary(Path(store_path), "none (nothing to compute)")
     summary.not_applicable = store.mark_not_applicable(not_applicable)
     tasks = pack(chunks)
-    started = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
-    t0 = time.perf_counter()
     bar = Progress(count_cells(chunks), sum(t.cost for t in tasks), enabled=progress)
-    interrupted = ""
-    try:
-        if tasks:
-            with connect(scheduler, profile, workers, scheduler_file) as (client, backend):
-                summary.backend = backend
-                for spec, res in _iter_results(client, tasks, window,
-                                               suite.cell_memory_mb):
-                    done = failed = 0
-                    store.write_many(res.chunks)
-                    for chunk in res.chunks:
-                        done += int(np.sum(chunk.status == DONE))
-                        failed += int(np.sum(chunk.status == FAILED))
-                    summary.computed += done
-                    summary.failed += failed
-                    bar.update(done, failed, spec.cost)
-                    if on_result is not None:
-                        on_result(res)
-    except BaseException as exc:
-        interrupted = f"{type(exc).__name__}: {exc}"
-        raise
-    finally:
-        bar.close()
-        summary.seconds = time.perf_counter() - t0
-        store.record_run({"started_utc": started, "seconds": round(summary.seconds, 3),
-                          "backend": summary.backend, "cells_computed": summary.computed,
-                          "cells_failed": summary.failed,
-                          **({"interrupted": interrupted} if interrupted else {})})
+
+    def write(res: TaskResult) -> tuple[int, int]:
+        store.write_many(res.chunks)
+        done = sum(int(np.sum(c.status == DONE)) for c in res.chunks)
+        failed = sum(int(np.sum(c.status == FAILED)) for c in res.chunks)
+        return done, failed
+
+    drive_tasks(tasks, store, summary, bar, write=write,
+                connection=(scheduler, profile, workers, scheduler_file), window=window,
+                memory_mb=suite.cell_memory_mb, on_result=on_result)
     summary.counts = {e.name: store.counts(e.name) for e in suite.experiments}
     return summary

@@ -27,6 +27,10 @@ A suite::
 
 Validation collects every error with the file, the field path and the allowed values; it never
 touches a store.
+
+A suite may also (or only) hold privacy audits, ``audit:`` and ``audits:`` (run by ``dpbench
+audit``, ignored by ``dpbench run``); their format and validation are in
+:mod:`dpbench.audit.spec` and ``docs/audit.md``.
 """
 
 from __future__ import annotations
@@ -48,9 +52,12 @@ SCHEMA_VERSION = 1
 CORE_AXES = ("n", "p", "epsilon", "delta")
 _IDENT = re.compile(r"^[A-Za-z][A-Za-z0-9_.\-]*$")
 _TOP_KEYS = ("name", "description", "root_seed", "seeds", "cell_timeout_s", "cell_memory_mb",
-             "experiments")
+             "experiments", "audit", "audits")
 _EXP_KEYS = ("name", "description", "seeds", "problems", "algorithms", "grid", "expect")
-_EXPECT_KEYS = ("id", "algorithm", "problem", "axis", "slope", "tolerance", "at", "source")
+_EXPECT_KEYS = ("id", "algorithm", "problem", "axis", "slope", "tolerance", "at", "source",
+                "variable")
+#: The variable an expectation fits when it names none (``variable:``).
+DEFAULT_EXPECT_VARIABLE = "excess_risk"
 _PROB_KEYS = ("problem", "label", "params")
 _ALGO_KEYS = ("algorithm", "label", "params")
 RESERVED_AXES = ("algorithm", "problem", "seed")
@@ -91,8 +98,11 @@ class Expectation:
     n-exponent). The check (:mod:`dpbench.analysis.expectations`) fits the log-log slope of the
     named algorithm on the named problem along ``axis`` (capped and floor points excluded as usual)
     and calls it in agreement when the fitted slope is within ``tolerance`` of ``slope``. ``at``
-    fixes some of the other axes (default: every combination is checked). Expectations do not
-    change what is computed, so editing them never invalidates a store.
+    fixes some of the other axes (default: every combination is checked). ``variable`` names the
+    cube's float variable whose mean is fitted (default ``excess_risk``; e.g.
+    ``population_excess_risk`` for DP-SCO rates, ``func_queries`` / ``grad_queries`` for query
+    complexity). Expectations do not change what is computed, so editing them never invalidates a
+    store.
     """
 
     id: str
@@ -103,17 +113,18 @@ class Expectation:
     tolerance: float
     at: dict[str, Any] = field(default_factory=dict)
     source: str = ""
+    variable: str = DEFAULT_EXPECT_VARIABLE
 
     def to_dict(self) -> dict[str, Any]:
         return {"id": self.id, "algorithm": self.algorithm, "problem": self.problem,
                 "axis": self.axis, "slope": self.slope, "tolerance": self.tolerance,
-                "at": dict(self.at), "source": self.source}
+                "at": dict(self.at), "source": self.source, "variable": self.variable}
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> Expectation:
         return cls(str(d["id"]), str(d["algorithm"]), str(d["problem"]), str(d["axis"]),
                    float(d["slope"]), float(d["tolerance"]), dict(d.get("at") or {}),
-                   str(d.get("source", "")))
+                   str(d.get("source", "")), str(d.get("variable", DEFAULT_EXPECT_VARIABLE)))
 
 
 #: Readable aliases: an experiment's problems and algorithm variants.
@@ -179,6 +190,10 @@ class Suite:
     source: str
     text: str
     cell_memory_mb: float | None = None
+    #: Privacy audits (``audits:``, run by ``dpbench audit``; ``dpbench run`` ignores them) and
+    #: their run-wide settings (``audit:``); see :mod:`dpbench.audit.spec`.
+    audits: tuple[Any, ...] = ()
+    audit: Any = None
 
     @property
     def n_cells(self) -> int:
@@ -298,6 +313,18 @@ def _privacy_of(cls: type, params: Mapping[str, Any]) -> str:
         return str(cls.privacy)
 
 
+def check_privacy_kind(errs: _Errors, path: str, name: str, privacy: str,
+                       deltas: list[float]) -> None:
+    """A pure mechanism needs delta 0 and an (ε, δ) one delta > 0 at every grid point."""
+    if privacy == "pure" and any(d != 0 for d in deltas):
+        errs.add(path, f"{name} is a pure ε-DP mechanism but grid.delta is {deltas}; allowed: "
+                 "delta: [0]. Put pure and (ε, δ) mechanisms in separate experiments (they see "
+                 "the same data seeds, so comparisons stay paired)")
+    if privacy == "approx" and any(d == 0 for d in deltas):
+        errs.add(path, f"{name} is an (ε, δ)-DP mechanism but grid.delta contains 0; allowed: "
+                 "values in (0, 1)")
+
+
 def _validate_experiment(errs: _Errors, path: str, raw: Any, default_seeds: int,
                          ) -> Experiment | None:
     if not isinstance(raw, dict):
@@ -398,14 +425,7 @@ def _validate_experiment(errs: _Errors, path: str, raw: Any, default_seeds: int,
             algo_specs.append(AlgorithmSpec(lab, nm, fixed, cls))
         except UserInputError as exc:
             errs.add(f"{path}.algorithms[{lab}].params", str(exc))
-        if privacy == "pure" and any(d != 0 for d in deltas):
-            errs.add(f"{path}.algorithms[{lab}]",
-                     f"{nm} is a pure ε-DP mechanism but grid.delta is {deltas}; allowed: delta: [0]. "
-                     "Put pure and (ε, δ) mechanisms in separate experiments (they see the same "
-                     "data seeds, so comparisons stay paired)")
-        if privacy == "approx" and any(d == 0 for d in deltas):
-            errs.add(f"{path}.algorithms[{lab}]",
-                     f"{nm} is an (ε, δ)-DP mechanism but grid.delta contains 0; allowed: values in (0, 1)")
+        check_privacy_kind(errs, f"{path}.algorithms[{lab}]", nm, privacy, deltas)
     expectations = _expectations(errs, f"{path}.expect", raw.get("expect", []),
                                  [a.label for a in algo_specs], [p.label for p in problem_specs],
                                  grid)
@@ -455,6 +475,12 @@ def _expectations(errs: _Errors, path: str, raw: Any, algorithms: list[str],
             errs.add(f"{where}.slope", f"must be a finite number, got {entry['slope']!r}")
         if not (_is_real(entry["tolerance"]) and entry["tolerance"] > 0):
             errs.add(f"{where}.tolerance", f"must be a number > 0, got {entry['tolerance']!r}")
+        variable = entry.get("variable", DEFAULT_EXPECT_VARIABLE)
+        allowed_vars = expect_variables()
+        if variable not in allowed_vars:
+            errs.add(f"{where}.variable", f"{variable!r} is not a float variable of the cube"
+                     f"{did_you_mean(str(variable), allowed_vars)}; allowed: "
+                     f"{', '.join(allowed_vars)}")
         at = entry.get("at") or {}
         if not isinstance(at, dict):
             errs.add(f"{where}.at", f"must be a mapping of axis names to grid values, got {at!r}")
@@ -469,8 +495,15 @@ def _expectations(errs: _Errors, path: str, raw: Any, algorithms: list[str],
             continue
         out.append(Expectation(str(entry["id"]), entry["algorithm"], entry["problem"], axis,
                                float(entry["slope"]), float(entry["tolerance"]), dict(at),
-                               str(entry.get("source", ""))))
+                               str(entry.get("source", "")), str(variable)))
     return out
+
+
+def expect_variables() -> tuple[str, ...]:
+    """The cube variables an ``expect:`` entry may fit (``variable:``): the float variables."""
+    from .execute import FLOAT_VARS  # local import: execute imports the plan, which imports us
+
+    return FLOAT_VARS
 
 
 def parse_suite(text: str, source: str = "<suite>") -> Suite:
@@ -502,8 +535,11 @@ def parse_suite(text: str, source: str = "<suite>") -> Suite:
         errs.add("cell_memory_mb", f"must be a number of megabytes > 0, got {memory!r}")
     exps_raw = raw.get("experiments")
     experiments: list[Experiment] = []
-    if not isinstance(exps_raw, list) or not exps_raw:
-        errs.add("experiments", "required non-empty list of experiments")
+    if "audits" in raw and exps_raw in (None, []):
+        exps_raw = []  # an audit-only suite (dpbench audit)
+    elif not isinstance(exps_raw, list) or not exps_raw:
+        errs.add("experiments", "required non-empty list of experiments (or audits: for "
+                                "dpbench audit)")
         exps_raw = []
     names: set[str] = set()
     for i, e in enumerate(exps_raw):
@@ -515,11 +551,14 @@ def parse_suite(text: str, source: str = "<suite>") -> Suite:
             continue
         names.add(exp.name)
         experiments.append(exp)
+    from .audit.spec import validate_audits  # local import: the audit package imports us
+
+    settings, audits = validate_audits(errs, raw)
     if errs.items:
         raise SuiteError(source, errs.items)
     return Suite(name, str(raw.get("description", "")), root_seed,
                  float(timeout) if timeout is not None else None, tuple(experiments), source, text,
-                 float(memory) if memory is not None else None)
+                 float(memory) if memory is not None else None, tuple(audits), settings)
 
 
 def load_suite(path: str | Path) -> Suite:

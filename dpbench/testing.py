@@ -293,26 +293,13 @@ def check_release_and_ledger(algorithm: Algorithm, problem: Problem | None = Non
 # --- 7. empirical privacy audit ---------------------------------------------------------------
 
 def _neighbours(problem: Problem, n: int, p: int) -> tuple[Dataset, Dataset]:
+    from .audit.canaries import negated_row_pair
+
     data = _data(problem, n, p, seed=0)
-    y0 = None if data.y is None else data.y[0]
-    assert np.any(data.X[0] != 0), (
-        f"problem {problem.name!r}: row 0 of the audit dataset is zero, so its negation is not a "
-        "different universe point; audit on another problem")
-    return data, data.replace_row(0, -data.X[0], y0)
-
-
-def _cp_lower(k: np.ndarray, n: int, alpha: float) -> np.ndarray:
-    from scipy.stats import beta
-
-    k = np.asarray(k, dtype=float)
-    return np.where(k > 0, beta.ppf(alpha, k, n - k + 1), 0.0)
-
-
-def _cp_upper(k: np.ndarray, n: int, alpha: float) -> np.ndarray:
-    from scipy.stats import beta
-
-    k = np.asarray(k, dtype=float)
-    return np.where(k < n, beta.ppf(1 - alpha, k + 1, n - k), 1.0)
+    try:
+        return negated_row_pair(data)
+    except NotApplicable as exc:
+        raise AssertionError(f"problem {problem.name!r}: {exc}") from exc
 
 
 def audit_epsilon(algorithm: Algorithm, problem: Problem | None = None, *, runs: int = 2000,
@@ -321,7 +308,10 @@ def audit_epsilon(algorithm: Algorithm, problem: Problem | None = None, *, runs:
     """Empirical lower bound on the ε the mechanism spends, and the ε its ledger claims.
 
     Returns ``(epsilon_lower_bound, epsilon_claimed)``; see :func:`check_empirical_privacy`.
+    The Clopper–Pearson bounds are :func:`dpbench.audit.stats.epsilon_lower_bounds`.
     """
+    from .audit.stats import epsilon_lower_bounds
+
     prob = _problem(algorithm, problem)
     eps, delta = _budget(algorithm, epsilon)
     d0, d1 = _neighbours(prob, n, p)
@@ -350,10 +340,7 @@ def audit_epsilon(algorithm: Algorithm, problem: Problem | None = None, *, runs:
     for ev0, ev1 in (((x0[:, None] > ts).sum(0), (x1[:, None] > ts).sum(0)),
                      ((x0[:, None] <= ts).sum(0), (x1[:, None] <= ts).sum(0))):
         for num, den in ((ev1, ev0), (ev0, ev1)):
-            q_lo = _cp_lower(num, m, a_each)
-            p_hi = _cp_upper(den, m, a_each)
-            with np.errstate(divide="ignore", invalid="ignore"):
-                val = np.log((q_lo - claimed_delta) / p_hi)
+            val = epsilon_lower_bounds(num, den, m, claimed_delta, a_each)
             val = val[np.isfinite(val)]
             if val.size:
                 best = max(best, float(val.max()))

@@ -133,3 +133,44 @@ def test_check_cli(store: Path, capsys: pytest.CaptureFixture[str]) -> None:
     run_suite(parse_suite(edited, "expect.yaml"), store, workers=0, progress=False)
     assert main(["check", str(store)]) == 0
     assert main(["check", str(store.parent / "nope.zarr")]) == 2
+
+
+# ``variable:`` fits another float variable of the cube. Output perturbation spends exactly the
+# grid's ε (pure DP), so ``epsilon_spent`` has slope +1 along ε with a zero-width CI: +1 must
+# agree and 0 must disagree, deterministically (no Monte Carlo in the spent budget).
+VARIABLE_ENTRIES = (
+    "      - {id: spent, algorithm: outpert, problem: lb_quad, axis: epsilon, slope: 1,"
+    " tolerance: 0.05, at: {n: 100}, variable: epsilon_spent, source: pure DP}\n"
+    "      - {id: spent-wrong, algorithm: outpert, problem: lb_quad, axis: epsilon, slope: 0,"
+    " tolerance: 0.05, at: {n: 100}, variable: epsilon_spent}\n")
+
+
+def test_expectation_variable_is_validated() -> None:
+    suite = parse_suite(_suite(VARIABLE_ENTRIES), "var.yaml")
+    exp = suite.experiments[0].expectations[0]
+    assert exp.variable == "epsilon_spent" and suite.experiments[0].expectations[2].variable \
+        == "excess_risk"
+    assert Expectation.from_dict(exp.to_dict()) == exp
+    bad = VARIABLE_ENTRIES.replace("variable: epsilon_spent, source", "variable: epsilon_spnt, "
+                                   "source")
+    with pytest.raises(SuiteError) as info:
+        parse_suite(_suite(bad), "bad.yaml")
+    text = str(info.value)
+    assert "experiments[0].expect[0].variable" in text and "did you mean 'epsilon_spent'" in text
+    assert "allowed: excess_risk, population_excess_risk" in text and "func_queries" in text
+
+
+def test_expectation_variable_is_fitted(store: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from dpbench.cli import main
+    from dpbench.report.build import store_expectations
+
+    run_suite(parse_suite(_suite(VARIABLE_ENTRIES), "expect.yaml"), store, workers=0,
+              progress=False)
+    by_id = {c.expectation.id: c for c in store_expectations(store, n_resamples=200)}
+    assert by_id["spent"].outcome == "agrees"
+    assert by_id["spent"].slope == pytest.approx(1.0, abs=1e-9)
+    assert by_id["spent"].points_used == 5       # no cap/floor exclusions for non-risk variables
+    assert by_id["spent-wrong"].outcome == "disagrees"
+    assert by_id["R9s-n"].outcome == "agrees"     # excess-risk entries unaffected
+    main(["check", str(store)])
+    assert "epsilon_spent" in capsys.readouterr().out

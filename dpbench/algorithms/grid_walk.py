@@ -40,7 +40,10 @@ def _norm(v):  # type: ignore[no-untyped-def]
     return math.sqrt(s)
 
 
-@njit(cache=True)
+# Not cached: it takes the kernel's dispatchers as arguments, which numba cannot key
+# stably on disk (one new index entry per process, and a racy index under concurrent workers:
+# "ReferenceError: underlying object has vanished").
+@njit(cache=False)
 def _log_weight(loss, grad, X, y, prm, cf, eta, alpha, R, theta, u, g, work, iters):  # type: ignore[no-untyped-def]
     """log F(θ) = −f̄(θ) − α·max(0, ‖θ‖/R − 1) with f = cf·Σℓ (Algorithm 5, steps 2–4).
 
@@ -84,7 +87,10 @@ def _log_weight(loss, grad, X, y, prm, cf, eta, alpha, R, theta, u, g, work, ite
     return -best - alpha * (nrm / R - 1.0)
 
 
-@njit(cache=True)
+# Not cached: it takes the kernel's dispatchers as arguments, which numba cannot key
+# stably on disk (one new index entry per process, and a racy index under concurrent workers:
+# "ReferenceError: underlying object has vanished").
+@njit(cache=False)
 def _walk(loss, grad, X, y, prm, cf, eta, alpha, R, gamma, lo, hi, steps, rng, idx, acc,  # type: ignore[no-untyped-def]
           iters):
     """Lazy Applegate–Kannan walk on the cell centres (idx + ½)·γ of A = [−R, R]ᵖ (Lemma 6.1).

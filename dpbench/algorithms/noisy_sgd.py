@@ -390,6 +390,9 @@ class NoisySGD(Algorithm):
     privacy: ClassVar[str] = "approx"
     requires: ClassVar[tuple[str, ...]] = ("convex", "lipschitz")
     version: ClassVar[str] = "2"
+    #: Both paths clip every per-example gradient to the declared L (``_sgd_steps``,
+    #: ``_numpy_loop``), so records outside the data norm keep the 2nL sensitivity.
+    clips_gradients: ClassVar[bool] = True
     params: ClassVar[dict[str, Param]] = {
         "variant": Param(
             "lipschitz", kind="str", choices=("lipschitz", "strongly_convex"),

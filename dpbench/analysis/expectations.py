@@ -61,7 +61,8 @@ class ExpectationCheck:
 
 
 def _matches(fit: RateFit, exp: Expectation) -> bool:
-    if (fit.algorithm, fit.problem, fit.axis) != (exp.algorithm, exp.problem, exp.axis):
+    if (fit.algorithm, fit.problem, fit.axis, fit.variable) != (exp.algorithm, exp.problem,
+                                                                  exp.axis, exp.variable):
         return False
     return all(k in fit.fixed and _same(fit.fixed[k], v) for k, v in exp.at.items())
 
@@ -77,7 +78,9 @@ def check_expectations(fits: Sequence[RateFit], expectations: Iterable[Expectati
     """Check each expectation against every fitted curve it designates (see module docstring).
 
     An expectation that matches no curve (for instance every cell was not applicable) yields one
-    ``missing`` entry, so nothing declared disappears silently.
+    ``missing`` entry, so nothing declared disappears silently. A curve matches only if it fitted
+    the expectation's ``variable`` (``RateFit.variable``): pass fits of every variable the
+    expectations name (:func:`dpbench.report.build.store_expectations` does).
     """
     out: list[ExpectationCheck] = []
     for raw in expectations:
@@ -86,7 +89,8 @@ def check_expectations(fits: Sequence[RateFit], expectations: Iterable[Expectati
         if not matched:
             out.append(ExpectationCheck(exp, experiment, dict(exp.at), math.nan, math.nan,
                                         math.nan, 0, 0, "missing",
-                                        "no fitted curve: every cell not applicable?"))
+                                        f"no fitted curve of {exp.variable}: every cell not "
+                                        "applicable?"))
             continue
         for f in matched:
             used = int(f.used.sum())

@@ -92,6 +92,7 @@ class RateFit:
     exclusion: list[str] = field(default_factory=list)  # codes: see EXCLUSION_CODES
     oracle: list[float] = field(default_factory=list)   # mean closed-form oracle per point (NaN: none)
     oracle_ratio: float = math.nan   # geometric mean of mean/oracle over kept points with an oracle
+    variable: str = "excess_risk"    # the cube variable fitted (see fit_rates)
 
     @property
     def used(self) -> np.ndarray:
@@ -306,7 +307,12 @@ def fit_rates(ds: xr.Dataset, *, axes: Iterable[str] | None = None, variable: st
     ``allow_incomplete``; then each fit lists the cells it is missing. Not-applicable cells are
     skipped. Reference algorithms without a rate card get slopes but an *inconclusive* verdict.
     Deterministic: the bootstrap is seeded from ``seed`` and the curve's position.
+
+    ``variable``: the cube variable fitted. The risk exclusions (cap, trivial output, optimisation
+    floor) and the rate card apply to the ``*excess_risk`` variables only; any other (query
+    counts, iterations, privacy spent) is fitted on every point with a positive mean.
     """
+    risk = variable.endswith("excess_risk")
     status = ds.status.values
     incomplete = int(np.sum((status == PENDING) | (status == FAILED)))
     if incomplete and not allow_incomplete:
@@ -319,14 +325,14 @@ def fit_rates(ds: xr.Dataset, *, axes: Iterable[str] | None = None, variable: st
             raise UserInputError(f"cannot fit along {ax!r}; grid axes: {sweep_axes(ds)}")
     exp = str(ds.attrs.get("experiment", ""))
     vals = ds[variable].values
-    gaps = ds["optimum_gap"].values
-    trivials = ds["trivial_excess_risk"].values if "trivial_excess_risk" in ds else None
+    gaps = ds["optimum_gap"].values if risk else np.zeros_like(vals)
+    trivials = ds["trivial_excess_risk"].values if "trivial_excess_risk" in ds and risk else None
     oracles = ds["oracle_excess_risk"].values if "oracle_excess_risk" in ds else None
     dims = list(ds[variable].dims)
     fits: list[RateFit] = []
     counter = itertools.count()
     for ai, alg in enumerate(ds.algorithm.values):
-        card = _card(ds, str(alg))
+        card = _card(ds, str(alg)) if risk else None
         for pi, prob in enumerate(ds.problem.values):
             consts = _constants(ds, str(prob))
             for axis in axes:
@@ -363,6 +369,7 @@ def fit_rates(ds: xr.Dataset, *, axes: Iterable[str] | None = None, variable: st
                         floor_factor=floor_factor,
                         rng=np.random.default_rng([seed, next(counter)]), missing=missing,
                         oracle=orc))
+                    fits[-1].variable = variable
     return fits
 
 

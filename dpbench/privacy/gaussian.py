@@ -30,7 +30,7 @@ from scipy.optimize import brentq
 from scipy.special import log_ndtr
 
 __all__ = ["analytic_gaussian_delta", "analytic_gaussian_sigma", "classical_gaussian_sigma",
-           "pointwise_gaussian_sigma"]
+           "gdp_delta", "gdp_epsilon", "gdp_mu", "pointwise_gaussian_sigma"]
 
 
 def _check(sensitivity: float, epsilon: float, delta: float) -> None:
@@ -90,6 +90,38 @@ def analytic_gaussian_sigma(sensitivity: float, epsilon: float, delta: float) ->
     while analytic_gaussian_delta(sigma, sensitivity, epsilon) > delta:
         sigma = math.nextafter(sigma, math.inf)
     return sigma
+
+
+def gdp_delta(mu: float, epsilon: float) -> float:
+    """δ(ε) of a μ-GDP mechanism (Dong–Roth–Su 2022, Cor. 2.13):
+    Φ(−ε/μ + μ/2) − e^ε Φ(−ε/μ − μ/2), i.e. the Gaussian mechanism with Δ₂/σ = μ."""
+    if not (mu > 0 and math.isfinite(mu)):
+        raise ValueError(f"mu must be finite and > 0, got {mu!r}")
+    return analytic_gaussian_delta(1.0 / mu, 1.0, epsilon)
+
+
+def gdp_mu(epsilon: float, delta: float) -> float:
+    """The largest μ such that μ-GDP implies (ε, δ)-DP (exact root-finding, not Lemma-26-style
+    closed forms): μ = 1/σ of the analytic Gaussian mechanism at unit sensitivity."""
+    mu = 1.0 / analytic_gaussian_sigma(1.0, epsilon, delta)
+    while gdp_delta(mu, epsilon) > delta:
+        mu = math.nextafter(mu, 0.0)
+    return mu
+
+
+def gdp_epsilon(mu: float, delta: float) -> float:
+    """The smallest ε with μ-GDP ⇒ (ε, δ)-DP (inverse of :func:`gdp_delta` in ε)."""
+    if not (0 < delta < 1):
+        raise ValueError(f"delta must be in (0, 1), got {delta!r}")
+    if gdp_delta(mu, 0.0) <= delta:
+        return 0.0
+    hi = max(1.0, mu * mu)
+    while gdp_delta(mu, hi) > delta:
+        hi *= 2.0
+    eps = brentq(lambda e: gdp_delta(mu, e) - delta, 0.0, hi, xtol=1e-14, rtol=1e-14, maxiter=500)
+    while gdp_delta(mu, eps) > delta:
+        eps = math.nextafter(eps, math.inf)
+    return float(eps)
 
 
 def pointwise_gaussian_sigma(sensitivity: float, epsilon: float, delta: float, dim: int) -> float:

@@ -9,13 +9,19 @@ from typing import Any
 
 @dataclass(frozen=True)
 class Charge:
-    """One privacy charge: a sub-mechanism and the (ε, δ) it spends under replace-one neighbours."""
+    """One privacy charge: a sub-mechanism and the (ε, δ) it spends under replace-one neighbours.
+
+    ``gdp_mu`` is set when the charge is also μ-GDP (Dong–Roth–Su): a Gaussian mechanism of
+    sensitivity Δ and noise σ is (Δ/σ)-GDP, the REM and Langevin paths are GDP by their theorems.
+    The privacy audit tests the GDP claim as well as the (ε, δ) one when every charge has it.
+    """
 
     mechanism: str
     epsilon: float
     delta: float = 0.0
     theorem: str = ""
     certified: bool = True
+    gdp_mu: float | None = None
 
 
 @dataclass(frozen=True)
@@ -47,6 +53,15 @@ class PrivacyLedger:
         """The ledger of a non-private reference: infinite ε."""
         return cls((Charge("non-private", math.inf, 0.0, "none"),), math.inf, 0.0, "none")
 
+    @property
+    def gdp_mu(self) -> float | None:
+        """The μ of μ-GDP the whole release satisfies, when every charge is GDP (composition:
+        μ = √Σμᵢ²), else None."""
+        mus = [c.gdp_mu for c in self.charges]
+        if not mus or any(m is None for m in mus):
+            return None
+        return math.sqrt(math.fsum(m * m for m in mus))  # type: ignore[operator]
+
     def within(self, epsilon: float, delta: float, rtol: float = 1e-9) -> bool:
         """True when the spent (ε, δ) fits in the budget (ε, δ)."""
         return self.epsilon <= epsilon * (1 + rtol) and self.delta <= delta * (1 + rtol) + 0.0
@@ -58,5 +73,6 @@ class PrivacyLedger:
             "accounting": self.accounting,
             "neighbouring": self.neighbouring,
             "certified": self.certified,
+            "gdp_mu": self.gdp_mu,
             "charges": [c.__dict__ for c in self.charges],
         }

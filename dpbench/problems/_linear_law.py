@@ -135,7 +135,7 @@ class MarginLossProblem(Problem):
                 return make(self.ridge)
         return None
 
-    def population_excess(self, theta: np.ndarray, p: int) -> float:
+    def population_excess(self, theta: np.ndarray, p: int, n: int | None = None) -> float:
         """Monte Carlo excess population risk on the fixed sample of size N (module docstring).
 
         Mean loss at θ on the sample minus the certified minimum over C on the same sample. The

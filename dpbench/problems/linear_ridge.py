@@ -118,7 +118,7 @@ class LinearRidge(Problem):
     def _true_risk(self, theta: np.ndarray, mu: np.ndarray) -> float:
         return -float(theta @ mu) + 0.5 * self.ridge * float(theta @ theta)
 
-    def population_excess(self, theta: np.ndarray, p: int) -> float:
+    def population_excess(self, theta: np.ndarray, p: int, n: int | None = None) -> float:
         """Closed form: TrueRisk(θ) − TrueRisk(Π_C(μ/Δ)) with TrueRisk(θ) = −⟨θ, μ⟩ + (Δ/2)‖θ‖²."""
         mu = self.mean(p)
         theta = np.asarray(theta, dtype=float)

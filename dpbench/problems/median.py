@@ -160,7 +160,7 @@ class EuclideanMedian(Problem):
     def kernel(self) -> LossKernel:
         return MEDIAN(self.ridge)
 
-    def population_excess(self, theta: np.ndarray, p: int) -> float:
+    def population_excess(self, theta: np.ndarray, p: int, n: int | None = None) -> float:
         """Mean loss at θ on the fixed population sample minus its certified minimum (raw: it can
         be negative only by the certified gap plus rounding)."""
         sample = median_population_sample(self, p)

@@ -27,6 +27,7 @@ from ..analysis.rates import MAX_CI_WIDTH, MIN_POINTS
 from ..errors import UserInputError
 from ..execute import DONE, FAILED, NOT_APPLICABLE
 from ..store import ROOT_KEY, Counts, Store
+from ..audit.report import audit_context
 from .figures import (PALETTE, Curve, RatePanel, axis_symbol, data_uri, estimate_text,
                       fixed_text, num, png_bytes, slope_text)
 
@@ -360,6 +361,27 @@ def experiment_fits(store: Store, name: str, *, n_resamples: int = 2000,
     return ds, fits
 
 
+def expectation_checks(store: Store, name: str, ds: xr.Dataset, fits: Sequence[RateFit], *,
+                       n_resamples: int = 2000,
+                       allow_incomplete: bool = False) -> list[ExpectationCheck]:
+    """An experiment's declared expectations checked: those naming another cube variable
+    (``variable:``, e.g. ``population_excess_risk`` or ``func_queries``) get fits of that variable
+    along their axes, with the report's analysis settings."""
+    declared = ds.attrs.get("expectations", [])
+    extra: list[RateFit] = []
+    wanted = sorted({str(e.get("variable", "excess_risk")) for e in declared} - {"excess_risk"})
+    if wanted:
+        full = xr.open_zarr(str(store.path), group=name, consolidated=False, chunks=None)
+        for var in (v for v in wanted if v in full):
+            sub = full[[v for v in (*REPORT_VARIABLES, var) if v in full]].load()
+            axes = sorted({str(e["axis"]) for e in declared
+                           if str(e.get("variable", "excess_risk")) == var})
+            extra += fit_rates(sub, axes=axes, variable=var, allow_incomplete=allow_incomplete,
+                               tolerance=DEFAULT_TOLERANCE, level=LEVEL, n_resamples=n_resamples,
+                               cap_fraction=CAP_FRACTION, floor_factor=FLOOR_FACTOR, seed=FIT_SEED)
+    return check_expectations([*fits, *extra], declared, name)
+
+
 def store_expectations(store_path: str | Path, *, n_resamples: int = 2000,
                        allow_incomplete: bool = False) -> list[ExpectationCheck]:
     """Every experiment's declared expected rates checked against its fits (``dpbench check``)."""
@@ -370,7 +392,8 @@ def store_expectations(store_path: str | Path, *, n_resamples: int = 2000,
     for name in store.experiments():
         ds, fits = experiment_fits(store, name, n_resamples=n_resamples,
                                    allow_incomplete=allow_incomplete)
-        out.extend(check_expectations(fits, ds.attrs.get("expectations", []), name))
+        out.extend(expectation_checks(store, name, ds, fits, n_resamples=n_resamples,
+                                      allow_incomplete=allow_incomplete))
     return out
 
 
@@ -395,7 +418,8 @@ def experiment_section(store: Store, name: str, *, n_resamples: int = 2000,
                                 seed=FIT_SEED),
         convergence=epsilon_convergence(ds), cells=_cell_groups(ds),
         missing=_missing(name, counts, fits),
-        expectations=check_expectations(fits, ds.attrs.get("expectations", []), name))
+        expectations=expectation_checks(store, name, ds, fits, n_resamples=n_resamples,
+                                        allow_incomplete=allow_incomplete))
     panels, sec.figure_notes = _panels(ds, fits)
     sec.figures = [_figure_entry(p) for p in panels]
     return sec
@@ -496,6 +520,7 @@ def report_context(store_path: str | Path, *, n_resamples: int = 2000,
                                            allow_incomplete=allow_incomplete)
                         for name in store.experiments()],
         "methods": _methods(n_resamples),
+        **audit_context(store),
     }
 
 

@@ -102,7 +102,10 @@ def _inside(theta, centers, radii):  # type: ignore[no-untyped-def]
     return True
 
 
-@njit(cache=True)
+# Not cached: it takes the kernel's dispatchers as arguments, which numba cannot key
+# stably on disk (one new index entry per process, and a racy index under concurrent workers:
+# "ReferenceError: underlying object has vanished").
+@njit(cache=False)
 def _chain_block(loss, grad, X, y, prm, k, theta, u, g, centers, radii, h, steps, mala,  # type: ignore[no-untyped-def]
                  rng, prop, gprop, work):
     """``steps`` Metropolis steps from (θ, U(θ), ∇U(θ)) in place; returns (U(θ), accepted)."""

@@ -1,0 +1,154 @@
+"""GTU Algorithm 1: the iterated exponential mechanism for strongly convex losses (pure ε-DP).
+
+Ganesh, Thakurta, Upadhyay (GTU), Algorithm 1, Theorems 4.2 (ERM, flag = 1) and 4.4 (SCO,
+flag = 0), Lemmas 4.3 and 4.5; spec ``shared/spec/langevin-rashomon.md`` A9, §3.2, §6 E3/E4,
+erratum §8 item 13.
+
+Each round samples the exponential mechanism (A3) on the current set and shrinks the set around
+the sample:
+
+1. k = 1 + ⌈log₂ ln(εn/(p + log n))⌉ (erratum 13: base 2 outside, natural log inside; k = 1 when
+   the argument is ≤ e);
+2. ε_i = ε/2^{k−i+1} (Σ ε_i = ε(1 − 2^{−k}) < ε);
+3. θ_i ~ exp(−β_i𝓛) on C_{i−1}, β_i = ε_i n/(2L D_{i−1}) — the BST14/GTU Algorithm 2 density,
+   k_i = ε_i/(2L D_{i−1}) on the sum loss, drawn by :func:`dpbench.samplers.expmech.sample_expmech`
+   (the problem's exact ``expmech_sampler`` on the intersection of balls, or the MCMC fallback,
+   nominal);
+4. r_i = √(cL(p + 3 log₂ n)D_{i−1}/(mε_i n)) with c = 8 ln 2 ([derived] from the Gamma(p, 1)
+   domination of A3, Lemma 4.3; "3 log n" must be log₂ so that 2^{−t} = n^{−3}, erratum 13); for
+   ``target="sco"`` add (2L/m)·√(2 ln(2e²n³)/n) (Lemma 4.5 via Hayes' vector Azuma, [derived]);
+5. C_i = C_{i−1} ∩ B(θ_i, r_i), D_i = min(D_{i−1}, 2r_i) — a public diameter bound.
+
+Privacy: round i is ε_i-DP by the oscillation argument on C_{i−1} (diameter ≤ D_{i−1}); rounds
+compose adaptively, total ε(1 − 2^{−k}). Utility: ERM O(L²(p² + p log n)/(mε²n²)) (Thm 4.2),
+SCO O(L²p² log n/(mε²n²) + L²/(mn)) (Thm 4.4) — versus p·L‖C‖/(εn) for one-shot A3.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, ClassVar
+
+import numpy as np
+
+from ..algorithm import Algorithm, Release
+from ..constraints import BallAt, ConstraintSet, Intersection
+from ..params import Param
+from ..privacy.ledger import Charge, PrivacyLedger
+from ..problem import Dataset, Problem
+from ..ratecard import RateCard
+from ..samplers.expmech import SAMPLERS, sample_expmech
+from .exp_mech import expmech_temperature
+from .gibbs import has_exact_expmech, mcmc_theorem_note
+
+__all__ = ["IteratedExpMech", "iteration_count", "round_epsilons", "round_radius", "C_TAIL"]
+
+#: c = 8 ln 2 of Lemma 4.3 ([derived], spec A9).
+C_TAIL = 8.0 * math.log(2.0)
+
+
+def iteration_count(epsilon: float, n: int, p: int) -> int:
+    """k = 1 + ⌈log₂ ln(εn/(p + ln n))⌉, or 1 when εn/(p + ln n) ≤ e (erratum 13)."""
+    arg = epsilon * n / (p + math.log(n))
+    if arg <= math.e:
+        return 1
+    return 1 + math.ceil(math.log2(math.log(arg)))
+
+
+def round_epsilons(epsilon: float, k: int) -> list[float]:
+    """ε_i = ε/2^{k−i+1}, i = 1..k (Algorithm 1 step 2)."""
+    return [epsilon / 2.0 ** (k - i + 1) for i in range(1, k + 1)]
+
+
+def round_radius(target: str, L: float, m: float, p: int, n: int, eps_i: float,
+                 D_prev: float) -> float:
+    """r_i = √(cL(p + 3 log₂ n)D_{i−1}/(mε_i n)) (+ (2L/m)√(2 ln(2e²n³)/n) for SCO), spec A9."""
+    r = math.sqrt(C_TAIL * L * (p + 3.0 * math.log2(n)) * D_prev / (m * eps_i * n))
+    if target == "sco":
+        r += 2.0 * L / m * math.sqrt(2.0 * math.log(2.0 * math.e ** 2 * n ** 3) / n)
+    return r
+
+
+class IteratedExpMech(Algorithm):
+    """Algorithm 1 of GTU: k exponential mechanisms on shrinking balls (Thm 4.2 / 4.4)."""
+
+    name: ClassVar[str] = "iterated_exp_mech"
+    summary: ClassVar[str] = ("iterated exponential mechanism on shrinking balls, ε-DP, "
+                              "strongly convex (GTU Algorithm 1)")
+    citation: ClassVar[str] = ("Ganesh, Thakurta, Upadhyay (2023), Algorithm 1, Thm 4.2/4.4; "
+                               "spec langevin-rashomon A9, erratum 13")
+    privacy: ClassVar[str] = "pure"
+    requires: ClassVar[tuple[str, ...]] = ("convex", "lipschitz", "strongly_convex")
+    version: ClassVar[str] = "1"
+    params: ClassVar[dict[str, Param]] = {
+        "target": Param("erm", kind="str", choices=("erm", "sco"),
+                        doc="erm (flag 1, Thm 4.2) or sco (flag 0: Lemma 4.5 radius, Thm 4.4)"),
+        "sampler": Param("exact", kind="str", choices=SAMPLERS,
+                         doc="exact (problem's sampler on C ∩ balls) or rwm/mala (nominal)"),
+        "steps": Param(0, kind="int", low=0, doc="MCMC steps per round; 0 = public default"),
+    }
+
+    target: str
+    sampler: str
+    steps: int
+
+    def not_applicable_reason(self, problem: Problem) -> str | None:
+        reason = super().not_applicable_reason(problem)
+        if reason is None and self.sampler == "exact" and not has_exact_expmech(problem):
+            reason = f"problem {problem.name!r} has no exact sampler; use sampler='mala'"
+        return reason
+
+    def rate_card(self) -> RateCard:
+        """Thm 4.2: L²(p² + p log n)/(mε²n²); Thm 4.4 adds L²/(mn) (population)."""
+        if self.target == "sco":
+            return RateCard(
+                expression="L**2*p**2*log(n)/(Delta*epsilon**2*n**2) + L**2/(Delta*n)",
+                exponents={"n": -1, "p": 2, "epsilon": -2},
+                citation="GTU Thm 4.4: O(L²p² log n/(mε²n²) + L²/(mn))",
+                quantity="population_excess_risk",
+                regime="n: −2 → −1 at n ≈ p² log n/ε² (spec E4)")
+        return RateCard(
+            expression="L**2*(p**2 + p*log(n))/(Delta*epsilon**2*n**2)",
+            exponents={"n": -2, "p": 2, "epsilon": -2},
+            citation="GTU Thm 4.2: O(L²(p² + p log n)/(mε²n²))",
+            regime="εn ≫ p + log n (spec E3); log factors bend the n-slope slightly",
+            notes="Delta is the per-example strong convexity m.")
+
+    def cost(self, n: int, p: int) -> float:
+        k = iteration_count(1.0, n, p)
+        return float(k * n * p) * (1.0 if self.sampler == "exact" else 4.0 * p * n)
+
+    def run(self, data: Dataset, problem: Problem, *, epsilon: float, delta: float,
+            rng: np.random.Generator) -> Release:
+        n, p = data.n, data.p
+        L, m = float(problem.lipschitz), float(problem.strong_convexity)
+        k = iteration_count(epsilon, n, p)
+        region: ConstraintSet = problem.constraint
+        D = float(region.diameter)
+        charges, rounds, steps = [], [], 0
+        theta = np.asarray(region.center(p), dtype=float)
+        for i, eps_i in enumerate(round_epsilons(epsilon, k), start=1):
+            k_i = expmech_temperature(eps_i, L, D)
+            theta, info = sample_expmech(problem, data, k_i, region, rng, sampler=self.sampler,
+                                         steps=self.steps or None)
+            certified = bool(info["certified"])
+            steps += int(info["steps"])
+            theorem = (f"round {i}/{k}: exponential mechanism on C_{i - 1} (diameter ≤ "
+                       f"{D:.3g}), oscillation argument (GTU Thm 2.1 / BST14 Thm 3.1)")
+            if not certified:
+                theorem += "; " + mcmc_theorem_note(self.sampler)
+            charges.append(Charge(f"iterated exponential mechanism, round {i}", eps_i, 0.0,
+                                  theorem, certified=certified))
+            r_i = round_radius(self.target, L, m, p, n, eps_i, D)
+            rounds.append({"epsilon": eps_i, "diameter": D, "radius": r_i})
+            ball = BallAt(theta, r_i)
+            region = Intersection(*(region.sets if isinstance(region, Intersection)
+                                    else (region,)), ball)
+            D = min(D, 2.0 * r_i)
+        ledger = PrivacyLedger.from_charges(*charges)
+        queries = n * (steps + k)
+        info_out: dict[str, Any] = {"rounds": k, "schedule": rounds, "final_diameter": D,
+                                    "sampler": self.sampler, "certified": ledger.certified}
+        return Release(theta=theta, ledger=ledger, func_queries=queries,
+                       grad_queries=queries if self.sampler == "mala" else 0,
+                       iterations=k, info=info_out)

@@ -1,0 +1,240 @@
+"""The regularized exponential mechanism (REM) of Gopi, Lee and Liu, COLT 2022.
+
+S. Gopi, Y. T. Lee, D. Liu, "Private Convex Optimization via Exponential Mechanism" (COLT 2022):
+Theorems 4/13 and Cor. 14 (GDP of strongly log-concave Lipschitz perturbations), Theorems 25/27
+(DP-ERM), 28/29 (DP-SCO), the "moreover" parts (already strongly convex losses), Theorems 16/17
+and Algorithms 1–2 (the sampler). Spec: ``shared/spec/rem-and-mirror-descent.md`` §1.2–§1.5,
+errata §1.8, §3, §6.1–§6.3, §7.2.
+
+The release is x ~ π ∝ exp(−k·F(x; D) − (kμ/2)‖x − c‖²) on C, F the average loss, c the public
+centre of C (erratum §1.8 item 5). It is γ-GDP with γ = G_diff·√k/(n·√μ) (Thm 25/28), G_diff = 2L
+from the declared Lipschitz constant L (spec §1.1, pitfall P5: |f(x; s) − f(x; s')| differences
+are 2L-Lipschitz; the sampler uses G_f = L). (μ, k) come from
+:func:`dpbench.privacy.gdp_calibration.rem_calibration`:
+
+* ``mode``: ``erm`` (A1), ``sco`` (A2, population rate; the bound is Theorem 28 with the G² of
+  erratum §1.8 item 1) or ``strongly_convex`` (A3: no regulariser, k = s²n²λ/G², λ the problem's
+  declared per-example Δ);
+* ``calibration``: ``exact`` (s* by root-finding on the Gaussian curve) or ``paper`` (the Lemma 26
+  closed forms with corrected parentheses, erratum §1.8 item 2; pitfall P6).
+
+Samplers (``sampler``):
+
+* ``exact``: the problem's :meth:`~dpbench.problem.Problem.rem_sampler` (cell not applicable
+  without one). Certified: the ledger charges (ε, δ_Gauss(ε, γ)) with ``gdp_mu`` = γ.
+* ``alternating``: S1 + Algorithm 2 (:mod:`dpbench.samplers.alternating`) from the centre of C,
+  with η and the theory T of Theorem 17 computed from public quantities (c_η, C_T; pitfall P2),
+  the TV budget τ = δ/(3(1 + e^ε)) and the mechanism's δ_mech = 2δ/3. At ``steps_scale`` = 1 the
+  ledger pays δ_mech' + (1 + e^ε)τ (erratum §1.8 item 3, pitfall P1) and is certified in (ε, δ)
+  only (TV gives no GDP); ``steps_scale`` < 1 runs a fraction of T (theory T is ~1e8–1e9 at
+  εn ~ 10³, pitfall P10): the output is NOT within τ of π, so the ledger says
+  ``certified=False`` with the reason. ``func_queries`` counts the sampler's value queries.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, ClassVar
+
+import numpy as np
+
+from ..algorithm import Algorithm, Release
+from ..errors import NotApplicable
+from ..kernels import resolve_kernel
+from ..params import Param
+from ..privacy.gdp_calibration import (CALIBRATIONS, MODES, RemCalibration, rem_calibration,
+                                       tv_budget, tv_to_dp)
+from ..privacy.ledger import Charge, PrivacyLedger
+from ..problem import Dataset, Problem
+from ..ratecard import RateCard
+from ..samplers.alternating import (SamplerPlan, alternating_sample, alternating_sample_numpy,
+                                    domain_code, theory_parameters)
+
+SAMPLERS = ("exact", "alternating")
+
+_CARDS = {
+    "erm": RateCard(
+        expression=("2*L*D*sqrt(p)/(n*(sqrt(log(3/(4*delta))+epsilon)"
+                    "-sqrt(log(3/(4*delta)))))"),
+        exponents={"n": -1, "p": 0.5, "epsilon": -1},
+        citation="GLL'22 Thm 27 (A1): GD√d/(nA), A = √(log(3/(4δ))+ε) − √log(3/(4δ)), G = 2L",
+        regime="ε-slope −1 for ε ≪ log(1/δ), → −1/2 for ε ≳ log(1/δ); cap L·D when n ≲ √p/ε",
+        notes="G_diff = 2L (spec §1.1); exact calibration improves the constant (s* vs √2·A)."),
+    "sco": RateCard(
+        expression="2*L*D*(2*sqrt(p*log(1/delta))/(epsilon*n) + 2/sqrt(n))",
+        exponents={"n": -1, "p": 0.5, "epsilon": -1},
+        citation="GLL'22 Thm 29 (A2): GD(2√(d log(1/δ))/(εn) + 2/√n), ε, δ < 1/10, G = 2L",
+        regime="population excess; n-slope −1 for n ≪ n* = d log(1/δ)/ε², then −1/2 (hard P2h)",
+        quantity="excess_population_risk",
+        notes="Bound of Thm 28 with the G²/(μn) of erratum §1.8 item 1."),
+    "strongly_convex": RateCard(
+        expression="8*L**2*p*log(1/delta)/(Delta*n**2*epsilon**2)",
+        exponents={"n": -2, "p": 1, "epsilon": -2},
+        citation="GLL'22 Thm 25 'moreover' (A3): d/k with k = s²n²λ/G², ≈ 2G²d log(1/δ)/(λn²ε²)",
+        regime="strongly convex ERM; cap L·D when n ≲ G√(p log(1/δ)/(λ L D))/ε",
+        notes="G = 2L; no regulariser (λ = the problem's per-example Δ)."),
+}
+
+
+class REM(Algorithm):
+    """Regularized exponential mechanism (GLL'22 A1/A2/A3) with exact or alternating sampler."""
+
+    name: ClassVar[str] = "rem"
+    summary: ClassVar[str] = ("Regularized exponential mechanism exp(-k F - k mu |x-c|^2/2), "
+                              "GDP-calibrated (Gopi-Lee-Liu 2022)")
+    citation: ClassVar[str] = ("Gopi, Lee, Liu (COLT 2022), Private Convex Optimization via "
+                               "Exponential Mechanism, Thm 25/27/28/29, Alg. 1-2")
+    privacy: ClassVar[str] = "approx"
+    requires: ClassVar[tuple[str, ...]] = ("convex", "lipschitz")
+    version: ClassVar[str] = "1"
+    params: ClassVar[dict[str, Param]] = {
+        "mode": Param("erm", kind="str", choices=MODES,
+                      doc="erm (A1), sco (A2) or strongly_convex (A3, no regulariser)"),
+        "calibration": Param("exact", kind="str", choices=CALIBRATIONS,
+                             doc="exact (root-finding on the Gaussian curve) or paper (Lemma 26)"),
+        "sampler": Param("exact", kind="str", choices=SAMPLERS,
+                         doc="exact (problem's rem_sampler) or alternating (S1 + Alg. 2)"),
+        "c_eta": Param(64.0, low=0.0, low_open=True,
+                       doc="eta = 1/(c_eta G_s^2 log(400/delta_in)) (Thm 17 rule)"),
+        "C_T": Param(1.0, low=0.0, low_open=True, doc="T = C_T/(eta mu_s) log(...) (Thm 17 rule)"),
+        "steps_scale": Param(1.0, low=0.0, low_open=True, high=1.0,
+                             doc="fraction of the theory T run (< 1: not certified)"),
+    }
+
+    mode: str
+    calibration: str
+    sampler: str
+    c_eta: float
+    C_T: float
+    steps_scale: float
+
+    def requirements(self) -> tuple[str, ...]:
+        if self.mode == "strongly_convex":
+            return ("convex", "lipschitz", "strongly_convex")
+        return self.requires
+
+    def rate_card(self) -> RateCard:
+        return _CARDS[self.mode]
+
+    # --- calibration --------------------------------------------------------------------------
+    def delta_mech(self, delta: float) -> float:
+        """δ of the exact mechanism: all of δ for the exact sampler in exact mode; 2δ/3 for the
+        paper's closed forms (A1/A2 step 1) and for the alternating sampler, whose TV budget
+        τ = δ/(3(1 + e^ε)) costs the remaining δ/3 (erratum §1.8 item 3)."""
+        if self.sampler == "exact" and self.calibration == "exact":
+            return delta
+        return 2.0 * delta / 3.0
+
+    def calibrate(self, n: int, p: int, problem: Problem, epsilon: float,
+                  delta: float) -> RemCalibration:
+        """(μ, k) from public quantities: n, p, ε, δ, L (G_f = L, G_diff = 2L), diam C, Δ."""
+        lipschitz = float(problem.lipschitz)
+        delta_mech = self.delta_mech(delta)
+        lam = float(problem.strong_convexity) if self.mode == "strongly_convex" else 0.0
+        return rem_calibration(self.mode, self.calibration, n=n, d=p, epsilon=epsilon,
+                               delta_mech=delta_mech, g_diff=2.0 * lipschitz, g_f=lipschitz,
+                               diameter=float(problem.constraint.diameter), lam=lam,
+                               delta_total=delta)
+
+    def plan(self, cal: RemCalibration, problem: Problem, p: int, epsilon: float,
+             delta: float) -> SamplerPlan:
+        """The alternating sampler's η and theory T (Theorem 17 rule; G_s = kG_f, μ_s = k(μ+λ))."""
+        g_s = cal.k * float(problem.lipschitz)
+        mu_s = cal.k * (cal.mu + cal.lam)
+        return theory_parameters(g_s, mu_s, p, float(problem.constraint.diameter),
+                                 tv_budget(epsilon, delta), c_eta=self.c_eta, c_t=self.C_T)
+
+    def steps(self, plan: SamplerPlan) -> int:
+        return max(1, math.ceil(self.steps_scale * plan.steps_theory))
+
+    def cost(self, n: int, p: int) -> float:
+        """Exact: ~ n·p; alternating: ~ 11 queries × p per step, T at ε = 1, δ = 1e-5, L = 1,
+        diameter 2 (λ = 1 for the strongly convex mode)."""
+        if self.sampler == "exact":
+            return float(n * p)
+        delta = 1e-5
+        cal = rem_calibration(self.mode, self.calibration, n=n, d=p, epsilon=1.0,
+                              delta_mech=self.delta_mech(delta), g_diff=2.0, g_f=1.0,
+                              diameter=2.0, lam=1.0 if self.mode == "strongly_convex" else 0.0,
+                              delta_total=delta)
+        plan = theory_parameters(cal.k, cal.k * (cal.mu + cal.lam), p, 2.0,
+                                 tv_budget(1.0, delta), c_eta=self.c_eta, c_t=self.C_T)
+        return 11.0 * p * self.steps(plan)
+
+    def not_applicable_reason(self, problem: Problem) -> str | None:
+        reason = super().not_applicable_reason(problem)
+        if reason:
+            return reason
+        if self.sampler == "alternating":
+            p = 2
+            if domain_code(problem.constraint, p) is None:
+                return (f"rem: the alternating sampler needs a box or ball constraint for exact "
+                        f"𝒢_y draws (spec S2), got {type(problem.constraint).__name__}")
+        return None
+
+    # --- running ------------------------------------------------------------------------------
+    def run(self, data: Dataset, problem: Problem, *, epsilon: float, delta: float,
+            rng: np.random.Generator) -> Release:
+        n, p = data.n, data.p
+        cal = self.calibrate(n, p, problem, epsilon, delta)
+        center = problem.constraint.center(p)
+        info: dict[str, Any] = {"calibration": cal.to_dict(), "gamma": cal.gamma,
+                                "bound": cal.bound, "mode": self.mode}
+        if self.sampler == "exact":
+            return self._run_exact(data, problem, cal, center, epsilon, rng, info)
+        return self._run_alternating(data, problem, cal, center, epsilon, delta, rng, info)
+
+    def _run_exact(self, data: Dataset, problem: Problem, cal: RemCalibration,
+                   center: np.ndarray, epsilon: float, rng: np.random.Generator,
+                   info: dict[str, Any]) -> Release:
+        draw = problem.rem_sampler(data, cal.k, cal.mu, center)
+        if draw is None:
+            raise NotApplicable(f"rem: problem {problem.name!r} has no exact REM sampler "
+                                "(rem_sampler); use sampler='alternating'")
+        theta = problem.constraint.project(np.asarray(draw(rng), dtype=float))
+        charge = Charge(
+            f"REM ({self.mode}, {self.calibration} calibration, exact sampler)", float(epsilon),
+            float(cal.delta_mech),
+            "GLL'22 Thm 4/13, Cor. 14, Thm 25/28: γ-GDP, γ = G_diff√k/(n√μ); δ = δ_Gauss(ε, γ)",
+            certified=True, gdp_mu=float(cal.gamma))
+        return Release(theta=theta, ledger=PrivacyLedger.from_charges(charge), func_queries=0,
+                       iterations=0, info=info)
+
+    def _run_alternating(self, data: Dataset, problem: Problem, cal: RemCalibration,
+                         center: np.ndarray, epsilon: float, delta: float,
+                         rng: np.random.Generator, info: dict[str, Any]) -> Release:
+        plan = self.plan(cal, problem, data.p, epsilon, delta)
+        steps = self.steps(plan)
+        constraint = problem.constraint
+        lam = cal.k * cal.mu
+        kernel = resolve_kernel(problem)
+        if kernel is not None:
+            xs, stats = alternating_sample(kernel, data, k=cal.k, lam=lam, center=center,
+                                           constraint=constraint, eta=plan.eta, steps=steps,
+                                           x0=center, rng=rng)
+            theta = xs[0]
+        else:
+            def loss_row(x: np.ndarray, i: int) -> float:
+                return float(problem.loss(x, Dataset(data.X[i:i + 1],
+                                                     None if data.y is None else data.y[i:i + 1]))[0])
+
+            theta, stats = alternating_sample_numpy(loss_row, data.n, k=cal.k, lam=lam,
+                                                    center=center, constraint=constraint,
+                                                    eta=plan.eta, steps=steps, x0=center,
+                                                    rng=rng)
+        certified = steps >= plan.steps_theory
+        delta_spent = tv_to_dp(epsilon, cal.delta_mech, plan.tau)
+        theorem = ("GLL'22 Thm 25/28 (γ-GDP target) + Thm 17 sampler (TV ≤ τ); "
+                   "δ = δ_Gauss(ε, γ) + (1 + e^ε)τ (erratum §1.8 item 3)")
+        label = f"REM ({self.mode}, {self.calibration} calibration, alternating sampler)"
+        if not certified:
+            label += (f" — NOT certified: {steps} of the theory T = {plan.steps_theory} steps "
+                      f"(steps_scale = {self.steps_scale:g}); TV to the target unknown")
+            info["privacy_note"] = "nominal (ε, δ): scaled-down T does not certify TV ≤ τ"
+        charge = Charge(label, float(epsilon), float(delta_spent), theorem,
+                        certified=certified)
+        info.update(stats.as_info())
+        info.update({"eta": plan.eta, "eta_g2": plan.eta_g2, "steps_theory": plan.steps_theory,
+                     "tau": plan.tau, "compiled": kernel is not None})
+        return Release(theta=constraint.project(theta), ledger=PrivacyLedger.from_charges(charge),
+                       func_queries=stats.queries, iterations=steps, info=info)

@@ -1,0 +1,187 @@
+"""Audit results for people: the ``dpbench audit`` console table and the report's audit section.
+
+The report section is computed from the store alone (the per-point variables written by
+:func:`dpbench.audit.engine.compute_bounds`): the audit gap (claimed ε − empirical lower bound)
+per mechanism and grid point — a negative gap is a proven violation of the claim at the stated
+confidence —, the zoo detections (``expect: violation`` audits), runs completed vs planned, and
+the level. Power-vs-runs tables (:mod:`dpbench.audit.power`) are shown when the store holds
+them (root attribute ``audit_power``) or when ``reports/audit_power.md`` exists.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+from rich.table import Table
+
+from ..store import Store
+from .store import AUDIT_GROUP, audit_names, group_path
+
+if TYPE_CHECKING:
+    from .engine import AuditSummary, PointResult
+
+#: Where :mod:`dpbench.audit.power` writes its table (shown in the report when present).
+POWER_TABLE = Path("reports") / "audit_power.md"
+
+
+def _f(x: float, digits: int = 3) -> str:
+    return "—" if x is None or not math.isfinite(x) else f"{x:.{digits}g}"
+
+
+def audit_table(results: Sequence[PointResult]) -> Table:
+    """One row per audit point: claims, lower bounds, runs, gap and verdict."""
+    t = Table(title="privacy audit (ε lower bounds at the per-point level; gap = claimed − lb)")
+    for col in ("audit", "algorithm", "problem", "n", "canary", "ε claimed", "ε_lb",
+                "μ claimed", "μ_lb", "runs", "gap", "verdict"):
+        t.add_column(col, justify="left" if col in ("audit", "algorithm", "problem", "canary",
+                                                    "verdict") else "right",
+                     no_wrap=col in ("verdict", "runs"))
+    for r in results:
+        pt = r.point
+        t.add_row(pt.audit, pt.algorithm_label, pt.problem_label, str(pt.point["n"]), pt.canary,
+                  _f(r.epsilon_claimed), _f(r.epsilon_lb), _f(r.mu_claimed), _f(r.mu_lb),
+                  f"{r.runs_completed}/{r.runs_planned}", _f(r.gap), r.verdict)
+    return t
+
+
+def summary_lines(summary: AuditSummary) -> list[str]:
+    """The closing lines of ``dpbench audit``: counts, level and the verdict."""
+    applicable = [r for r in summary.results if r.applicable]
+    lines = [f"store: {summary.store}",
+             f"backend: {summary.backend}; {summary.computed} batches computed, {summary.failed} "
+             f"failed in {summary.seconds:.1f} s",
+             f"{len(applicable)} audit points (of {len(summary.results)}; the others not "
+             f"applicable); alpha = {summary.alpha_total:g} over the run, "
+             f"{summary.alpha_per_point:.3g} per point (Bonferroni)"]
+    short = [r for r in applicable if r.runs_completed < r.runs_planned]
+    if short:
+        lines.append(f"{len(short)} point(s) with lost runs: bounds use the completed runs only; "
+                     "run the same command again to complete them")
+    for r in summary.violations:
+        pt = r.point
+        lines.append(f"PRIVACY VIOLATION: {pt.audit}/{pt.algorithm_label} on {pt.problem_label} "
+                     f"(n={pt.point['n']}, p={pt.point['p']}, ε={pt.point['epsilon']:g}, "
+                     f"δ={pt.point['delta']:g}, canary {pt.canary}): ε_lb = "
+                     f"{r.epsilon_lb:.4g} > claimed {r.epsilon_claimed:.4g} (μ_lb = "
+                     f"{_f(r.mu_lb)}, claimed μ = {_f(r.mu_claimed)})")
+    for audit, algo in summary.missed:
+        lines.append(f"NOT DETECTED: {audit}/{algo} (expect: violation) was flagged at no point")
+    lines.append("audit: OK — no violation of a private mechanism, every zoo member detected"
+                 if summary.ok else "audit: FAILED")
+    return lines
+
+
+# --- report section (from the store) ---------------------------------------------------------
+
+@dataclass
+class AuditRow:
+    algorithm: str
+    problem: str
+    n: int
+    p: int
+    epsilon: float
+    delta: float
+    canary: str
+    epsilon_claimed: float
+    epsilon_lb: float
+    epsilon_lb_gdp: float
+    mu_claimed: float
+    mu_lb: float
+    gap: float
+    runs_completed: int
+    runs_planned: int
+    violation: bool
+    verdict: str
+    note: str
+
+
+@dataclass
+class AuditSection:
+    name: str
+    description: str
+    expect: str
+    alpha_total: float
+    alpha_per_point: float
+    audit_points: int
+    runs_completed: int
+    runs_planned: int
+    rows: list[AuditRow] = field(default_factory=list)
+    detections: list[dict[str, Any]] = field(default_factory=list)
+
+    @property
+    def violations(self) -> list[AuditRow]:
+        return [r for r in self.rows if r.violation and self.expect == "private"]
+
+
+def _verdict(expect: str, applicable: bool, completed: int, violation: bool) -> str:
+    if not applicable:
+        return "n/a"
+    if completed == 0:
+        return "no runs"
+    if expect == "violation":
+        return "detected" if violation else "not detected"
+    return "VIOLATION" if violation else "pass"
+
+
+def _py(v: Any) -> Any:
+    return v.item() if hasattr(v, "item") else v
+
+
+def audit_section(store: Store, name: str) -> AuditSection:
+    """The report's view of one audit group."""
+    g = store.root[group_path(name)]
+    attrs = dict(g.attrs)
+    dims = ("algorithm", "problem", "n", "p", "epsilon", "delta", "canary")
+    coords = {d: [_py(v) for v in np.asarray(g[d][...])] for d in dims}
+    values = {v: np.asarray(g[v][...]) for v in (
+        "epsilon_claimed", "epsilon_lower_bound", "epsilon_lower_bound_gdp", "mu_claimed",
+        "mu_lower_bound", "audit_gap", "runs_completed", "runs_planned", "violation", "note")}
+    expect = str(attrs.get("expect", "private"))
+    sec = AuditSection(name, str(attrs.get("description", "")), expect,
+                       float(attrs.get("alpha_total", math.nan)),
+                       float(attrs.get("alpha_per_point", math.nan)),
+                       int(attrs.get("audit_points", 0)),
+                       int(values["runs_completed"].sum()), int(values["runs_planned"].sum()))
+    for idx in np.ndindex(*values["runs_planned"].shape):
+        c = {d: coords[d][i] for d, i in zip(dims, idx)}
+        planned, done = int(values["runs_planned"][idx]), int(values["runs_completed"][idx])
+        viol = bool(values["violation"][idx])
+        sec.rows.append(AuditRow(
+            str(c["algorithm"]), str(c["problem"]), int(c["n"]), int(c["p"]),
+            float(c["epsilon"]), float(c["delta"]), str(c["canary"]),
+            *(float(values[v][idx]) for v in ("epsilon_claimed", "epsilon_lower_bound",
+                                              "epsilon_lower_bound_gdp", "mu_claimed",
+                                              "mu_lower_bound", "audit_gap")),
+            done, planned, viol, _verdict(expect, planned > 0, done, viol),
+            str(values["note"][idx])))
+    if expect == "violation":
+        for algo in coords["algorithm"]:
+            mine = [r for r in sec.rows if r.algorithm == algo and r.runs_planned > 0]
+            hits = [r for r in mine if r.violation]
+            sec.detections.append({"algorithm": str(algo), "points": len(mine),
+                                   "detected": len(hits),
+                                   "max_epsilon_lb": max((r.epsilon_lb for r in hits),
+                                                         default=math.nan)})
+    return sec
+
+
+def power_markdown(store: Store) -> str:
+    """The power-vs-runs table: stored in the store (``audit_power``) or ``reports/audit_power.md``."""
+    stored = store.root.attrs.get("audit_power")
+    if isinstance(stored, str) and stored.strip():
+        return stored
+    if POWER_TABLE.is_file():
+        return POWER_TABLE.read_text(encoding="utf-8")
+    return ""
+
+
+def audit_context(store: Store) -> dict[str, Any]:
+    """The report context entries of the audits (empty lists when the store has none)."""
+    names = audit_names(store) if AUDIT_GROUP in store.root else []
+    return {"audits": [audit_section(store, n) for n in names],
+            "audit_power": power_markdown(store) if names else ""}
