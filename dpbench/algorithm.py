@@ -94,6 +94,13 @@ class Algorithm(Parametrized):
         """
         return math.nan
 
+    def oracle_kind(self, problem: Problem) -> str:
+        """What :meth:`oracle_excess` is on ``problem``: ``"exact"`` (the expected excess itself:
+        the analysis checks empirical/oracle ≈ 1 two-sided), ``"upper_bound"`` (checked one-sided:
+        empirical/oracle ≤ 1), ``"heuristic"`` (reported, never enforced), or ``""`` (no oracle).
+        Override together with :meth:`oracle_excess`; see docs/analysis.md, "Levels"."""
+        return ""
+
     def cost(self, n: int, p: int) -> float:
         """Rough work estimate of one run, in per-example gradient evaluations (for packing)."""
         return float(n * p)

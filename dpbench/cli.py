@@ -10,6 +10,7 @@ written; 3 a run lost its dask scheduler (what was computed is kept; rerun to re
 from __future__ import annotations
 
 import argparse
+import math
 import sys
 import warnings
 from collections.abc import Sequence
@@ -234,10 +235,15 @@ def _cmd_status(args: argparse.Namespace) -> int:
 
 
 def _write_report(store: str, output: str | None, allow_incomplete: bool) -> None:
-    from .report import build_report, default_output
+    from .analysis.expectations import summary_line
+    from .report import default_output
+    from .report.build import render_report, report_context
 
-    html, md = build_report(store, output if output is not None else default_output(store),
-                            allow_incomplete=allow_incomplete)
+    context = report_context(store, allow_incomplete=allow_incomplete)
+    checks = [c for e in context["experiments"] for c in e.expectations]
+    html, md = render_report(context, output if output is not None else default_output(store))
+    print(summary_line(checks) if checks else "no expected rates declared (expect:): the report "
+          "shows rate-card verdicts only")
     print(f"report: {html} (summary: {md})")
 
 
@@ -247,30 +253,31 @@ def _cmd_report(args: argparse.Namespace) -> int:
 
 
 def _cmd_check(args: argparse.Namespace) -> int:
-    from rich.table import Table
-
+    from .analysis.expectations import summary_line
     from .report.build import store_expectations
     from .report.figures import estimate_text, fixed_text
-    from .tables import print_tables
 
     checks = store_expectations(args.store, allow_incomplete=args.allow_incomplete)
     if not checks:
-        print(f"{args.store}: the suite declares no expected rates (expect:)")
+        print(f"{args.store}: the suite declares no expected rates (expect:); nothing to check")
         return EXIT_OK
-    t = Table(title="expected rates (average scale)")
-    for col in ("id", "experiment", "algorithm", "problem", "axis", "fixed", "expected",
-                "fitted [95% CI]", "points", "outcome"):
-        t.add_column(col)
+    print(summary_line(checks))
+    print("agrees only when the whole 95% CI of the slope lies inside the band; resolution: the "
+          "smallest slope error the row could have detected")
     for c in checks:
         e = c.expectation
         axis = e.axis if e.variable == "excess_risk" else f"{e.axis} ({e.variable})"
-        t.add_row(e.id, c.experiment, e.algorithm, e.problem, axis, fixed_text(c.fixed),
-                  f"{e.slope:+.2f} ± {e.tolerance:g}", estimate_text(c.slope, c.slope_low,
-                                                                     c.slope_high),
-                  f"{c.points_used}/{c.points}", c.outcome)
-    print_tables(t)
+        print(f"\n{c.outcome:<12} {e.id}  [{c.experiment}] {e.algorithm} on {e.problem}, "
+              f"slope in {axis} ({fixed_text(c.fixed)}), expected {e.slope:+.2f}")
+        if math.isfinite(c.tolerance):
+            print(f"{'':13}fitted {estimate_text(c.slope, c.slope_low, c.slope_high)}; band "
+                  f"{c.centre:+.2f} ± {c.tolerance:.2f} ({c.tolerance_source}); resolution "
+                  f"±{c.resolution:.2f}; {c.points_used}/{c.points} points kept")
+        if c.outcome != "agrees" or c.level_outcome:
+            print(f"{'':13}{c.reason}")
+    print()
+    print(summary_line(checks))
     bad = [c for c in checks if c.outcome != "agrees"]
-    print(f"{len(checks) - len(bad)} of {len(checks)} expected rates agree")
     return EXIT_OK if not bad else EXIT_FAILED_CELLS
 
 

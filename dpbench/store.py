@@ -213,8 +213,15 @@ class Store:
         for exp in suite.experiments:
             if not store._initialised(exp.name):
                 store._create_experiment(suite, exp)
-            # Expected rates never change results, so they are refreshed on every prepare.
-            store.root[exp.name].attrs["expectations"] = [e.to_dict() for e in exp.expectations]
+            # Expected rates and oracle kinds never change results (they are analysis metadata),
+            # so they are refreshed on every prepare.
+            g = store.root[exp.name]
+            g.attrs["expectations"] = [e.to_dict() for e in exp.expectations]
+            algos = dict(g.attrs.get("algorithms", {}))
+            for label, kinds in store._oracle_kinds(exp).items():
+                if label in algos:
+                    algos[label] = {**algos[label], "oracle_kinds": kinds}
+            g.attrs["algorithms"] = algos
         return store
 
     def _initialised(self, name: str) -> bool:
@@ -267,8 +274,22 @@ class Store:
                             "schema": STORE_SCHEMA}
 
     @staticmethod
+    def _oracle_kinds(exp: Experiment) -> dict[str, dict[str, str]]:
+        """Per algorithm label, the kind of its closed-form oracle on each problem label
+        (:meth:`dpbench.algorithm.Algorithm.oracle_kind`)."""
+        first = {a: v[0] for a, v in exp.grid.items()}
+        built = {spec.label: spec.build(exp.problem_axes(first)) for spec in exp.problems}
+        out = {}
+        for spec in exp.algorithms:
+            algo = spec.build(exp.algorithm_axes(first))
+            out[spec.label] = {label: algo.oracle_kind(prob) for label, prob in built.items()}
+        return out
+
+    @staticmethod
     def _experiment_attrs(suite: Suite, exp: Experiment) -> dict[str, Any]:
         first = {a: v[0] for a, v in exp.grid.items()}
+        built = {spec.label: spec.build(exp.problem_axes(first)) for spec in exp.problems}
+        kinds = Store._oracle_kinds(exp)
         algos = {}
         for spec in exp.algorithms:
             algo = spec.build(exp.algorithm_axes(first))
@@ -277,10 +298,11 @@ class Store:
                                  "version": spec.cls.version, "privacy": algo.privacy,
                                  "citation": spec.cls.citation,
                                  "requires": list(algo.requirements()),
-                                 "rate_card": card.to_dict() if card else None}
+                                 "rate_card": card.to_dict() if card else None,
+                                 "oracle_kinds": kinds[spec.label]}
         probs = {}
         for spec in exp.problems:
-            prob = spec.build(exp.problem_axes(first))
+            prob = built[spec.label]
             probs[spec.label] = {"problem": spec.name, "params": spec.params,
                                  "version": spec.cls.version, "citation": spec.cls.citation,
                                  "constants": prob.constants(),

@@ -54,8 +54,13 @@ _IDENT = re.compile(r"^[A-Za-z][A-Za-z0-9_.\-]*$")
 _TOP_KEYS = ("name", "description", "root_seed", "seeds", "cell_timeout_s", "cell_memory_mb",
              "experiments", "audit", "audits")
 _EXP_KEYS = ("name", "description", "seeds", "problems", "algorithms", "grid", "expect")
-_EXPECT_KEYS = ("id", "algorithm", "problem", "axis", "slope", "tolerance", "at", "source",
-                "variable")
+_EXPECT_KEYS = ("id", "algorithm", "problem", "axis", "slope", "tolerance", "tolerance_reason",
+                "level_tolerance", "level_reason", "at", "source", "variable")
+#: ``tolerance: card``: the band is derived from the algorithm's rate card (docs/analysis.md).
+CARD_TOLERANCE = "card"
+#: Tolerances above these need a written reason (``tolerance_reason`` / ``level_reason``).
+DEFAULT_EXPECT_TOLERANCE = 0.1
+DEFAULT_LEVEL_TOLERANCE = 0.1
 #: The variable an expectation fits when it names none (``variable:``).
 DEFAULT_EXPECT_VARIABLE = "excess_risk"
 _PROB_KEYS = ("problem", "label", "params")
@@ -96,8 +101,11 @@ class Expectation:
 
     ``slope`` is on the cube's **average** scale (BST14 states sum-scale rates: subtract 1 from the
     n-exponent). The check (:mod:`dpbench.analysis.expectations`) fits the log-log slope of the
-    named algorithm on the named problem along ``axis`` (capped and floor points excluded as usual)
-    and calls it in agreement when the fitted slope is within ``tolerance`` of ``slope``. ``at``
+    named algorithm on the named problem along ``axis`` and calls it in agreement only when the
+    slope's whole CI lies within ``tolerance`` of ``slope``. ``tolerance`` is 0.1 by default,
+    ``"card"`` to derive the band from the rate card, or a number whose excess over 0.1 is
+    justified by ``tolerance_reason``; ``level_tolerance`` (default 0.1, above it
+    ``level_reason``) bounds empirical/oracle where a closed-form oracle exists. ``at``
     fixes some of the other axes (default: every combination is checked). ``variable`` names the
     cube's float variable whose mean is fitted (default ``excess_risk``; e.g.
     ``population_excess_risk`` for DP-SCO rates, ``func_queries`` / ``grad_queries`` for query
@@ -110,21 +118,31 @@ class Expectation:
     problem: str
     axis: str
     slope: float
-    tolerance: float
+    tolerance: float | str = DEFAULT_EXPECT_TOLERANCE
     at: dict[str, Any] = field(default_factory=dict)
     source: str = ""
     variable: str = DEFAULT_EXPECT_VARIABLE
+    tolerance_reason: str = ""
+    level_tolerance: float = DEFAULT_LEVEL_TOLERANCE
+    level_reason: str = ""
 
     def to_dict(self) -> dict[str, Any]:
         return {"id": self.id, "algorithm": self.algorithm, "problem": self.problem,
                 "axis": self.axis, "slope": self.slope, "tolerance": self.tolerance,
-                "at": dict(self.at), "source": self.source, "variable": self.variable}
+                "at": dict(self.at), "source": self.source, "variable": self.variable,
+                "tolerance_reason": self.tolerance_reason,
+                "level_tolerance": self.level_tolerance, "level_reason": self.level_reason}
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> Expectation:
+        tol = d.get("tolerance", DEFAULT_EXPECT_TOLERANCE)
         return cls(str(d["id"]), str(d["algorithm"]), str(d["problem"]), str(d["axis"]),
-                   float(d["slope"]), float(d["tolerance"]), dict(d.get("at") or {}),
-                   str(d.get("source", "")), str(d.get("variable", DEFAULT_EXPECT_VARIABLE)))
+                   float(d["slope"]), tol if tol == CARD_TOLERANCE else float(tol),
+                   dict(d.get("at") or {}), str(d.get("source", "")),
+                   str(d.get("variable", DEFAULT_EXPECT_VARIABLE)),
+                   str(d.get("tolerance_reason", "")),
+                   float(d.get("level_tolerance", DEFAULT_LEVEL_TOLERANCE)),
+                   str(d.get("level_reason", "")))
 
 
 #: Readable aliases: an experiment's problems and algorithm variants.
@@ -450,11 +468,11 @@ def _expectations(errs: _Errors, path: str, raw: Any, algorithms: list[str],
     for i, entry in enumerate(raw):
         where = f"{path}[{i}]"
         if not isinstance(entry, dict):
-            errs.add(where, "must be a mapping with id, algorithm, problem, axis, slope, tolerance")
+            errs.add(where, "must be a mapping with id, algorithm, problem, axis, slope (tolerance optional)")
             continue
         n_before = len(errs.items)
         _check_keys(errs, where, entry, _EXPECT_KEYS)
-        for key in ("id", "algorithm", "problem", "axis", "slope", "tolerance"):
+        for key in ("id", "algorithm", "problem", "axis", "slope"):
             if key not in entry:
                 errs.add(where, f"missing field '{key}'")
         if len(errs.items) > n_before:
@@ -473,8 +491,21 @@ def _expectations(errs: _Errors, path: str, raw: Any, algorithms: list[str],
                      f"{', '.join(swept) or '(none)'}")
         if not (_is_real(entry["slope"]) and math.isfinite(entry["slope"])):
             errs.add(f"{where}.slope", f"must be a finite number, got {entry['slope']!r}")
-        if not (_is_real(entry["tolerance"]) and entry["tolerance"] > 0):
-            errs.add(f"{where}.tolerance", f"must be a number > 0, got {entry['tolerance']!r}")
+        tol = entry.get("tolerance", DEFAULT_EXPECT_TOLERANCE)
+        if tol != CARD_TOLERANCE and not (_is_real(tol) and 0 < tol < 1):
+            errs.add(f"{where}.tolerance", f"must be a number in (0, 1) or {CARD_TOLERANCE!r} "
+                     f"(derived from the rate card), got {tol!r}")
+        elif _is_real(tol) and tol > DEFAULT_EXPECT_TOLERANCE and not str(
+                entry.get("tolerance_reason") or "").strip():
+            errs.add(f"{where}.tolerance_reason", f"a tolerance above the default "
+                     f"{DEFAULT_EXPECT_TOLERANCE} needs a written reason (the report prints it); "
+                     f"or use tolerance: {CARD_TOLERANCE} to derive it from the rate card")
+        ltol = entry.get("level_tolerance", DEFAULT_LEVEL_TOLERANCE)
+        if not (_is_real(ltol) and ltol > 0):
+            errs.add(f"{where}.level_tolerance", f"must be a number > 0, got {ltol!r}")
+        elif ltol > DEFAULT_LEVEL_TOLERANCE and not str(entry.get("level_reason") or "").strip():
+            errs.add(f"{where}.level_reason", f"a level tolerance above the default "
+                     f"{DEFAULT_LEVEL_TOLERANCE} needs a written reason (the report prints it)")
         variable = entry.get("variable", DEFAULT_EXPECT_VARIABLE)
         allowed_vars = expect_variables()
         if variable not in allowed_vars:
@@ -494,8 +525,11 @@ def _expectations(errs: _Errors, path: str, raw: Any, algorithms: list[str],
         if len(errs.items) > n_before:
             continue
         out.append(Expectation(str(entry["id"]), entry["algorithm"], entry["problem"], axis,
-                               float(entry["slope"]), float(entry["tolerance"]), dict(at),
-                               str(entry.get("source", "")), str(variable)))
+                               float(entry["slope"]),
+                               tol if tol == CARD_TOLERANCE else float(tol), dict(at),
+                               str(entry.get("source", "")), str(variable),
+                               str(entry.get("tolerance_reason") or ""), float(ltol),
+                               str(entry.get("level_reason") or "")))
     return out
 
 

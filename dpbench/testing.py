@@ -21,6 +21,13 @@ generator only, the ledger — plus three statistical checks: an empirical priva
 (:func:`check_empirical_privacy`), the ε → ∞ limit (:func:`check_epsilon_limit`) and a smoke test of
 the rate card (:func:`check_rate_smoke`). Passing them is necessary, not sufficient: the audit
 finds gross under-counting of ε (e.g. noise several times too small), not subtle errors.
+
+Problem plugins have one check of their own, :func:`check_nonsmooth_active`: a problem that
+declares β = ∞ must have kinks that an optimiser actually meets inside C for its data law (not only
+on the boundary of C, where e.g. a hinge on a too-small ball is linear on the whole interior)::
+
+    from dpbench.testing import check_nonsmooth_active
+    check_nonsmooth_active(MyProblem())
 """
 
 from __future__ import annotations
@@ -29,6 +36,7 @@ import math
 import pickle
 import random
 from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -44,6 +52,7 @@ __all__ = [
     "check_declarations", "check_parameter_validation", "check_privacy_arguments",
     "check_picklable", "check_no_global_rng", "check_release_and_ledger",
     "check_empirical_privacy", "check_epsilon_limit", "check_rate_smoke",
+    "KinkActivity", "kink_activity", "check_nonsmooth_active",
 ]
 
 _EPS = 1.0
@@ -456,8 +465,8 @@ def check_rate_smoke(algorithm: Algorithm, problem: Problem | None = None, *,
     NoisySGD's n² steps; override with ``n_grid``), p=3, ε=1 (δ=1e-6 when approximate), 8 seeds,
     and fits the slope of log mean excess vs log n against the card with tolerance 0.5. Fails only
     on the verdict "slower": the excess falls significantly slower than the card says, i.e. a wrong
-    rate (e.g. noise that does not shrink with n) — also when the bootstrap CI is wider than the
-    analysis' limit but lies wholly above predicted + 0.5. "faster", "consistent" and "inconclusive" pass:
+    rate (e.g. noise that does not shrink with n), and on "invalid": a blow-up to the capped regime
+    at large n or a non-positive mean excess. "faster", "consistent" and "inconclusive" pass:
     on benign instances (closed-form optima, smooth losses) a mechanism may legitimately beat its
     worst-case card, and 8 seeds on four points may be too few to decide — this is a smoke test,
     not the benchmark. Skipped when there is no rate card (``privacy="none"``).
@@ -466,8 +475,9 @@ def check_rate_smoke(algorithm: Algorithm, problem: Problem | None = None, *,
         return
     fit = rate_fit(algorithm, problem, n_grid=n_grid)
     used = int(np.sum(fit.used))
-    # A CI wider than the analysis' MAX_CI_WIDTH is "inconclusive" for the benchmark, but a CI
-    # lying wholly above predicted + tolerance is still significant evidence of a slower rate.
+    assert fit.verdict != "invalid", (
+        f"{_label(algorithm)}: {fit.reason} (n={fit.x}, mean excess="
+        f"{[f'{m:.3g}' for m in fit.mean]})")
     slower = fit.verdict == "slower" or (
         used >= 3 and math.isfinite(fit.slope_low) and math.isfinite(fit.predicted_slope)
         and fit.slope_low > fit.predicted_slope + fit.tolerance)
@@ -529,3 +539,169 @@ def parametrize_with_checks(algorithms: Sequence[Algorithm],
                 parts = [_short_repr(alg)] + ([pname] if pname else []) + [check.__name__]
                 params.append(pytest.param(alg, prob, check, id="-".join(parts)))
     return pytest.mark.parametrize("algorithm,problem,check", params)
+
+
+# --- problem check: declared non-smoothness is active inside C ---------------------------------
+
+@dataclass(frozen=True)
+class KinkActivity:
+    """What :func:`kink_activity` found: which examples have a certified kink inside C.
+
+    ``fraction`` is the share of the n examples whose loss ℓ(·; dᵢ) has a certified gradient jump
+    on some test chord, ``at_optimum`` the share found on the chords through the certified
+    optimum θ*. Every certificate is a pair of points u, v of the shrunk set c + (1 − η/2)(C − c)
+    (inside the interior of C) with ‖u − v‖ ≤ ``h_max`` and ‖∇ℓᵢ(u) − ∇ℓᵢ(v)‖ ≥ ``threshold``,
+    so such an ℓᵢ is not β-smooth on C for any β < ``beta_detect`` = threshold / h_max.
+    """
+
+    problem: str
+    n: int
+    p: int
+    chords: int
+    kinked: int
+    fraction: float
+    at_optimum: float
+    threshold: float
+    h_max: float
+    beta_detect: float
+
+
+def _as_problem(problem: Problem | type[Problem]) -> Problem:
+    return problem() if isinstance(problem, type) else problem
+
+
+def _check_dimension(problem: Problem, n: int, p: int | None, seed: int) -> tuple[int, Dataset]:
+    """(p, data): the given p, else the first of 3, 1 that the problem's generator accepts."""
+    if p is not None:
+        return p, _data(problem, n, p, seed)
+    for q in (3, 1):
+        try:
+            return q, _data(problem, n, q, seed)
+        except (NotApplicable, UserInputError):
+            if q == 1:
+                raise
+    raise AssertionError("unreachable")  # pragma: no cover
+
+
+def kink_activity(problem: Problem | type[Problem], *, n: int = 100, p: int | None = None,
+                  seed: int = 0, anchors: int = 4, directions: int = 3, grid: int = 65,
+                  bisections: int = 24, jump: float = 0.01, interior: float = 0.05
+                  ) -> KinkActivity:
+    """Find the examples whose loss has a kink met by chords inside C (see
+    :func:`check_nonsmooth_active`); a deterministic function of its arguments.
+
+    Data: n rows of the problem's law in dimension p (default: 3, or 1 when the generator
+    refuses 3), drawn exactly as the engine draws seed ``seed``. Chords: through 1 + ``anchors``
+    points — the certified optimum θ* (pulled towards the centre c of C by the factor 1 − η,
+    η = ``interior``, only if it is not already in c + (1 − η)(C − c)) and ``anchors`` points
+    drawn uniformly in C (from a generator seeded by the problem, n, p and ``seed``, independent
+    of the data) and scaled by 1 − η towards c — each in ``directions`` random directions, as long
+    as fits in c + (1 − η/2)(C − c). On each chord the per-example gradients are evaluated on
+    ``grid`` equally spaced points; an interval where an example's gradient moves by at least
+    ``jump``·L is bisected ``bisections`` times, following the half where it moves more. A
+    discontinuity keeps its jump; a β-smooth loss's jump shrinks with the interval (to at most
+    β·h), so the example is counted only if the jump is still ≥ ``jump``·L at the end.
+    """
+    problem = _as_problem(problem)
+    p, data = _check_dimension(problem, n, p, seed)
+    from .seeding import make_rng
+
+    rng = make_rng({"check": "nonsmooth_active", "problem": problem.name,
+                    "params": problem.get_params(), "n": n, "p": p, "seed": seed}, 0)
+    C = problem.constraint
+    c = np.asarray(C.center(p), dtype=float)
+    D = float(C.diameter)
+    L = float(problem.lipschitz)
+    if not math.isfinite(L):  # no declared scale: use the gradients at the centre
+        L = float(np.linalg.norm(problem.grad(c, data), axis=1).max())
+    threshold = jump * L
+
+    def inside(q: np.ndarray, kappa: float) -> bool:
+        """q ∈ c + κ(C − c)."""
+        return bool(C.contains(c + (q - c) / kappa, tol=0.0))
+
+    def uniform() -> np.ndarray:
+        sample = getattr(C, "sample_uniform", None)
+        if sample is not None:
+            return np.asarray(sample(p, rng), dtype=float)
+        return np.asarray(C.project(c + rng.standard_normal(p) * D), dtype=float)
+
+    theta_star = np.asarray(problem.solve(data).theta, dtype=float)
+    if not inside(theta_star, 1.0 - interior):
+        theta_star = c + (1.0 - interior) * (theta_star - c)
+    points = [theta_star] + [c + (1.0 - interior) * (uniform() - c) for _ in range(anchors)]
+
+    found = np.zeros(data.n, dtype=bool)
+    at_opt = np.zeros(data.n, dtype=bool)
+    ts = np.linspace(0.0, 1.0, grid)
+    chords = 0
+    h_max = 0.0
+    for k, q in enumerate(points):
+        for _ in range(directions):
+            u = rng.standard_normal(p)
+            u /= max(float(np.linalg.norm(u)), np.finfo(float).tiny)
+            s = D / 2.0
+            while s > 1e-6 * D and not (inside(q - s * u, 1.0 - interior / 2.0)
+                                        and inside(q + s * u, 1.0 - interior / 2.0)):
+                s /= 2.0
+            if s <= 1e-6 * D:
+                continue
+            chords += 1
+            a, b = q - s * u, q + s * u
+            h_max = max(h_max, 2.0 * s / (grid - 1) / 2.0**bisections)
+            G = np.stack([problem.grad(a + t * (b - a), data) for t in ts])   # (grid, n, p)
+            jumps = np.linalg.norm(np.diff(G, axis=0), axis=2)                # (grid − 1, n)
+            where = jumps.argmax(axis=0)
+            for i in np.flatnonzero((jumps.max(axis=0) >= threshold) & ~found):
+                j = int(where[i])
+                lo, hi, g_lo, g_hi = ts[j], ts[j + 1], G[j, i], G[j + 1, i]
+                row = np.array([i])
+                for _ in range(bisections):
+                    mid = 0.5 * (lo + hi)
+                    g_mid = problem.grad(a + mid * (b - a), data, row)[0]
+                    if np.linalg.norm(g_mid - g_lo) >= np.linalg.norm(g_hi - g_mid):
+                        hi, g_hi = mid, g_mid
+                    else:
+                        lo, g_lo = mid, g_mid
+                if np.linalg.norm(g_hi - g_lo) >= threshold:
+                    found[i] = True
+                    at_opt[i] = k == 0
+    return KinkActivity(problem=problem.name, n=data.n, p=p, chords=chords,
+                        kinked=int(found.sum()), fraction=float(found.mean()),
+                        at_optimum=float(at_opt.mean()), threshold=threshold, h_max=h_max,
+                        beta_detect=threshold / h_max if h_max > 0 else math.inf)
+
+
+def check_nonsmooth_active(problem: Problem | type[Problem], *, n: int = 100,
+                           p: int | None = None, seed: int = 0,
+                           min_fraction: float = 0.05) -> None:
+    """A problem that declares β = ∞ is non-smooth where optimisers go: inside C, for its law.
+
+    Problems with a finite declared β pass untested. Otherwise :func:`kink_activity` draws n = 100
+    rows (p = 3, or 1 for one-dimensional problems; dataset seed ``seed``), and the check requires
+    that at least ``min_fraction`` of the examples have a kink certified on the test chords: chords
+    through the certified optimum θ* and through data-independent uniform points of C, all kept
+    strictly inside C (scaled by 0.95–0.975 towards the centre). Each certificate shows a gradient
+    jump ≥ 0.01·L between points at most ~1e-9·D apart, i.e. that the example's loss is not
+    β-smooth on C for any β up to about 10⁷·L/D; by convexity (directional derivatives only jump
+    up) the average loss then has kinks inside C too.
+
+    What it measures: kinks of codimension one (hinge y⟨θ, x⟩ = 1, |θⱼ − sⱼ|, (y − xθ)₊) are
+    crossed by generic chords wherever they meet the interior of C; point kinks (‖θ − d‖) are met
+    only at θ*, i.e. when the law puts a positive fraction of rows where the optimum is (e.g. the
+    duplicated rows of ``median``). A hinge whose kink lies outside the interior of C (R·‖x‖ ≤ 1:
+    margins < 1 everywhere inside) is linear there and fails, as does a median whose θ* sits
+    between data points. Deterministic: the data come from the engine's seeded stream and the
+    chords from a generator seeded by (problem, parameters, n, p, seed), so the verdict never
+    changes between runs.
+    """
+    problem = _as_problem(problem)
+    if math.isfinite(problem.smoothness):
+        return
+    act = kink_activity(problem, n=n, p=p, seed=seed)
+    assert act.fraction >= min_fraction, (
+        f"problem {problem.name!r} ({problem!r}) declares beta=inf but only "
+        f"{act.kinked}/{act.n} examples (p={act.p}) have a kink met inside C by {act.chords} "
+        f"chords through theta* and random interior points (need >= {min_fraction:.0%}): the loss "
+        "is smooth (e.g. linear) on the interior of C for its data law, so results labelled "
+        "non-smooth measure a smooth problem; enlarge C or move the data so the kinks bind")

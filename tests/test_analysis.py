@@ -92,8 +92,15 @@ def test_optimisation_floor_and_too_few_points() -> None:
                     gaps=[1e-10] * 4, card=RateCard("1/n", {"n": -1}, citation="t"))
     assert [r.startswith("optimisation floor") for r in fit.excluded] == [False, False, True, True]
     assert fit.verdict == "inconclusive"
-    assert verdict(-1.1, -0.9, -1.0, 2)[0] == "inconclusive"
-    assert verdict(-2.0, 0.0, -1.0, 5)[0] == "inconclusive"
+    assert verdict(-1.0, -1.05, -0.95, -1.0, n_used=2, n_points=4)[0] == "inconclusive"
+    assert verdict(-1.0, -1.05, -0.95, -1.0, n_used=3, n_points=7)[0] == "inconclusive"  # < half
+    assert verdict(-1.0, -1.05, -0.95, -1.0, n_used=4, n_points=7)[0] == "consistent"
+    # equivalence rule: a CI straddling the band's edge is inconclusive, whatever its width
+    assert verdict(-1.1, -1.15, -1.05, -1.0, n_used=5, n_points=5)[0] == "inconclusive"
+    assert verdict(-1.3, -1.35, -1.25, -1.0, n_used=5, n_points=5)[0] == "faster"
+    assert verdict(-0.7, -0.75, -0.65, -1.0, n_used=5, n_points=5)[0] == "slower"
+    v, _, res = verdict(-1.0, -1.05, -0.95, -1.0, n_used=5, n_points=5, tolerance=0.1)
+    assert v == "consistent" and res == pytest.approx(0.15)
 
 
 def _cube(status_fill: int = DONE, seeds: int = 12) -> xr.Dataset:
@@ -128,7 +135,11 @@ def test_fit_rates_on_a_cube_and_the_accessor() -> None:
     fits = ds.dpbench.fit_rates(n_resamples=500)
     # 2 algorithms x (3 n-curves + 5 epsilon-curves)
     assert len(fits) == 16
-    assert {f.verdict for f in fits} == {"consistent"}
+    # True slope −1 exactly: no fit may call it faster, slower or invalid; 12 lognormal seeds give
+    # CIs of ±0.05–0.13, so a fit either agrees or straddles the band's edge with −1 in its CI.
+    assert {f.verdict for f in fits} <= {"consistent", "inconclusive"}
+    assert all(f.slope_low <= -1 <= f.slope_high for f in fits if f.verdict == "inconclusive")
+    assert sum(f.verdict == "consistent" for f in fits) >= 6
     assert ds.dpbench.fits_frame(n_resamples=200).shape[0] == 16
     again = fit_rates(ds, n_resamples=500)
     assert [f.slope_low for f in fits] == [f.slope_low for f in again]  # deterministic

@@ -24,7 +24,8 @@ from dpbench.problems.hinge_svm import HingeSVM
 from dpbench.problems.lb_lin import LBLin
 from dpbench.problems.lb_quad import LBQuad
 from dpbench.problems.logistic import Logistic
-from dpbench.registry import get_problem
+from dpbench.registry import available, get_problem
+from dpbench.testing import check_nonsmooth_active, kink_activity
 
 GAP_TARGET = 1e-8
 
@@ -128,6 +129,10 @@ def test_declared_constants() -> None:
     assert LBQuad().constants() == {"L": 2.0, "D": 2.0, "Delta": 1.0, "beta": 1.0}
     hinge = HingeSVM(radius=2.0, x_norm=3.0, ridge=0.5)
     assert hinge.constants() == {"L": 4.0, "D": 4.0, "Delta": 0.5, "beta": math.inf}
+    # defaults (version 2): R = 3 so that the kink y<θ, x> = 1 lies inside C; L = x_norm, D = 2R
+    assert HingeSVM().constants() == {"L": 1.0, "D": 6.0, "Delta": 0.0, "beta": math.inf}
+    assert HingeSVM(ridge=0.1).lipschitz == pytest.approx(1.0 + 0.1 * 3.0)
+    assert HingeSVM.version == "2" and Logistic().radius == 1.0
     logistic = Logistic(radius=2.0, x_norm=3.0, ridge=0.5)
     assert logistic.constants() == {"L": 4.0, "D": 4.0, "Delta": 0.5, "beta": 9 / 4 + 0.5}
     assert hinge.has_population and logistic.has_population
@@ -395,3 +400,74 @@ def test_population_excess(problem: Problem) -> None:
     # a fresh sample from the law agrees with the population estimate up to Monte Carlo error
     fresh = problem.generate(3000, p, rng(21))
     assert abs(problem.risk(optimum.theta, fresh) - optimum.value) < 0.1
+
+
+# --------------------------------------------------------------------------------------------------
+# (g) declared non-smoothness is active inside C (issue point 7)
+# --------------------------------------------------------------------------------------------------
+def _registered(smooth: bool) -> list[str]:
+    return sorted(name for name, cls in available("problems").items()
+                  if math.isfinite(cls().smoothness) == smooth)
+
+
+NON_SMOOTH = _registered(smooth=False)
+
+
+def test_non_smooth_registry_is_the_expected_set() -> None:
+    """A new β = ∞ problem is picked up by the parametrised check below automatically."""
+    assert {"hinge_svm", "hub_1d", "kink_sc", "median", "sep_abs"} <= set(NON_SMOOTH)
+
+
+@pytest.mark.parametrize("name", NON_SMOOTH)
+def test_non_smooth_problems_have_kinks_inside_C(name: str) -> None:
+    """Every registered problem declaring β = ∞ has, at its defaults and for its own data law,
+    kinks of ≥ 5% of the examples inside C (:func:`dpbench.testing.check_nonsmooth_active`).
+
+    Not flaky: the data come from the engine's seeded stream (seed 0) and the chords from a
+    generator seeded by (problem, params, n, p, seed), so the outcome is fixed. Measured
+    fractions (n = 100, p = 3; hub_1d p = 1): hinge_svm 0.96, hub_1d 1, kink_sc 1, median 0.30
+    (the duplicated rows at θ*), sep_abs 1 — and stable over seeds 0–4 and p ∈ {1, 2, 3, 10, 20}
+    (hinge_svm ≥ 0.28 at p = 20), far above the 0.05 threshold."""
+    check_nonsmooth_active(get_problem(name)())
+
+
+def test_non_smooth_check_fails_on_the_old_hinge_defaults() -> None:
+    """hinge_svm version 1 (R = x_norm = 1) is linear on the interior of C: every margin
+    y<θ, x> ≤ ‖θ‖ < 1 there, so no kink is met and the check must fail (it is not vacuous).
+
+    Deterministic (fixed seeds, as above), and not borderline: the count is exactly 0 for every
+    seed and dimension, since the chords stay in the ball of radius 0.975."""
+    old = HingeSVM(radius=1.0, x_norm=1.0)
+    for p in (1, 3, 10):
+        assert kink_activity(old, p=p).kinked == 0
+    with pytest.raises(AssertionError, match="declares beta=inf"):
+        check_nonsmooth_active(old)
+    with pytest.raises(AssertionError, match="declares beta=inf"):
+        check_nonsmooth_active(HingeSVM(radius=0.5, x_norm=2.0))  # R·‖x‖ = 1 again
+    # a 1-median whose θ* sits between the data points (no duplicated rows) is smooth near θ*,
+    # and its point kinks are never met by generic chords: it fails too
+    with pytest.raises(AssertionError, match="declares beta=inf"):
+        check_nonsmooth_active(get_problem("median")(duplicate=0.0))
+
+
+@pytest.mark.parametrize("name", _registered(smooth=True))
+def test_kink_detector_has_no_false_positives_on_smooth_problems(name: str) -> None:
+    """On the registered problems with finite β the detector certifies no kink (and the check
+    itself is a no-op for them): a smooth gradient's jump shrinks under bisection."""
+    problem = get_problem(name)()
+    assert kink_activity(problem).kinked == 0
+    check_nonsmooth_active(problem)
+
+
+@pytest.mark.parametrize("p", [5, 10, 20])
+def test_hinge_default_optimum_straddles_the_kink(p: int) -> None:
+    """At the default R = 3 the certified θ* has examples strictly on both sides of margin 1
+    (measured: ≈ 46% / 28% / 12% beyond it for p = 5 / 10 / 20), so the hinge's kink binds at the
+    optimum, not only somewhere in C; the certificate still holds (gap ≤ 1e-8)."""
+    problem = HingeSVM()
+    data = problem.generate(1000, p, rng(30 + p))
+    opt = problem.solve(data)
+    assert opt.gap <= GAP_TARGET
+    margins = data.y * (data.X @ opt.theta)
+    assert np.mean(margins > 1 + 1e-9) >= 0.05
+    assert np.mean(margins < 1 - 1e-9) >= 0.05

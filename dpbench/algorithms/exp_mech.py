@@ -82,6 +82,13 @@ class ExpMech(Algorithm):
         return expmech_lblin(M, data.p, epsilon, problem.radius, float(problem.lipschitz),
                              n=data.n, average=True)
 
+    def oracle_kind(self, problem: Problem) -> str:
+        from ..problems.lb_lin import LBLin
+
+        if not isinstance(problem, LBLin):
+            return ""
+        return "exact" if self.sampler == "exact" else "heuristic"  # a finite chain: approximate
+
     def rate_card(self) -> RateCard:
         """R1 on the average scale: Thm 3.2's sum-scale pL‖C‖/ε divided by n."""
         return RateCard(

@@ -272,6 +272,11 @@ class Gibbs(Algorithm):
             return math.nan
         return data.p / (2.0 * beta)
 
+    def oracle_kind(self, problem: Problem) -> str:
+        if self.regularize != "none" or gaussian_gibbs_constants(problem) is None:
+            return ""
+        return "exact" if self.sampler == "exact" else "heuristic"  # a finite chain: approximate
+
     def cost(self, n: int, p: int) -> float:
         return float(n * p) * (1.0 if self.sampler == "exact" else 8.0 * p * max(n, p))
 

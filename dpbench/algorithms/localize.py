@@ -138,6 +138,11 @@ class Localize(Algorithm):
         r0 = min(self.radius(n, p, L, Delta, epsilon), problem.constraint.diameter / 2.0)
         return localize_kink(n, p, L, Delta, epsilon, r0, average=True)
 
+    def oracle_kind(self, problem: Problem) -> str:
+        from ..problems.kink_sc import KinkSC
+
+        return "heuristic" if isinstance(problem, KinkSC) else ""
+
     def radius(self, n: int, p: int, L: float, Delta: float, epsilon: float) -> float:
         """r₀ for the total budget ε, matched to step 1's noise scale (data-independent)."""
         nominal_scale = 4.0 * L / (Delta * epsilon * n)

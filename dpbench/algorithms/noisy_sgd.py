@@ -491,6 +491,17 @@ class NoisySGD(Algorithm):
                                        average=True)
         return math.nan
 
+    def oracle_kind(self, problem: Problem) -> str:
+        from ..problems.lb_lin import LBLin
+        from ..problems.lb_quad import LBQuad
+
+        if self.output != "last" or self.steps > 0:
+            return ""
+        if (self.variant == "lipschitz" and isinstance(problem, LBLin)) or (
+                self.variant == "strongly_convex" and isinstance(problem, LBQuad)):
+            return "heuristic"
+        return ""
+
     def noise_multiplier(self, n: int, epsilon: float, delta: float) -> float:
         """z = σ/(2nL) for this configuration (relative to the replace-one sensitivity 2nL).
 

@@ -85,6 +85,14 @@ class OutputPerturbation(Algorithm):
                                             average=True)
         return math.nan
 
+    def oracle_kind(self, problem: Problem) -> str:
+        from ..problems.kink_sc import KinkSC
+        from ..problems.lb_quad import LBQuad
+
+        if isinstance(problem, KinkSC):
+            return "heuristic"
+        return "upper_bound" if isinstance(problem, LBQuad) else ""
+
     def sensitivity(self, n: int, L: float, Delta: float) -> float:
         """Replace-one sensitivity of the released minimiser, inexact solver included."""
         return 2.0 * L / (n * Delta) + 2.0 * math.sqrt(2.0 * self.solver_gap / Delta)

@@ -195,6 +195,13 @@ class Rashomon(Algorithm):
             return math.nan
         return expected_excess(data.p, beta, self.psi)
 
+    def oracle_kind(self, problem: Problem) -> str:
+        from ..problems.mean_est import MeanEst
+
+        if not isinstance(problem, MeanEst):
+            return ""
+        return "exact" if self.sampler == "exact" else "heuristic"  # a finite chain: approximate
+
     def cost(self, n: int, p: int) -> float:
         return float(self.samples * n * p) * (1.0 if self.sampler == "exact" else 4.0 * p * n)
 

@@ -8,14 +8,20 @@ by least squares over the grid points kept, and
   slope refitted on each resample; engineering spec §5.1: stratified bootstrap over seeds);
 * the **predicted slope**: the rate card's local slope d log(bound)/d log(axis), evaluated at every
   grid point and averaged over the points kept (multi-term bounds bend; engineering §5.2);
-* **exclusions**, shown never dropped silently: the capped regime (mean excess at or above
-  ``cap_fraction`` × the trivial maximum L·D, or at or above ``trivial_fraction`` × the excess of
-  the data-independent output (the centre of C, stored as ``trivial_excess_risk``), or a rate-card
-  bound at or above L·D, where the theorem predicts nothing; BST14 §6.3), optimisation floors (mean excess below
-  ``floor_factor`` × the certified optimum gap) and non-positive means;
+* **exclusions that cannot hide a failure** (docs/analysis.md, "What is excluded"): the capped
+  regime (mean excess at or above ``cap_fraction`` × the trivial maximum L·D, or at or above
+  ``trivial_fraction`` × the excess of the data-independent output, stored as
+  ``trivial_excess_risk``, or a rate-card bound at or above L·D; BST14 §6.3) only as one contiguous
+  run at the end of the axis where the rate card's bound is largest, optimisation floors (mean
+  excess below ``floor_factor`` × the certified optimum gap) only as a contiguous run at the other
+  end. A capped point anywhere else is a *blow-up*, a floor point anywhere else a *collapse*, and a
+  non-positive mean where a rate card predicts a positive one is *non-positive*: each is a failure
+  of the fit (verdict ``invalid``), never an exclusion;
 * the **ratio** empirical / bound (geometric mean over the kept points, with a bootstrap CI) and
   its log-log slope, flat when theory holds up to a constant;
-* a **verdict** with the tolerance stated (:func:`verdict`).
+* the **level** against a closed-form oracle where one exists: the geometric-mean ratio
+  empirical / oracle over the kept points with its bootstrap CI (seeds resampled jointly);
+* a **verdict** by an equivalence rule with its error rates and its resolution (:func:`verdict`).
 
 Mean excess is aggregated per grid point before taking logs (the estimand is E[excess]; a mean of
 logs would be a different one and undefined for non-positive Monte Carlo excesses).
@@ -27,7 +33,7 @@ import itertools
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import Any, overload
 
 import numpy as np
 import xarray as xr
@@ -36,21 +42,31 @@ from ..errors import UserInputError
 from ..execute import DONE, FAILED, NOT_APPLICABLE, PENDING
 from ..ratecard import RateCard
 
-#: Default slope tolerance (absolute, in exponent units): the spec's ±0.1 for clean cases.
+#: Default slope tolerance (absolute, in exponent units): the ±0.1 within which constants may bend
+#: a clean power law's finite-range slope (docs/analysis.md, "Tolerances").
 DEFAULT_TOLERANCE = 0.1
-#: A CI wider than this (in exponent units) cannot support a verdict.
-MAX_CI_WIDTH = 0.6
+#: A fit needs at least this many kept points, and at least half of its points.
 MIN_POINTS = 3
+#: Default level tolerance against a closed-form oracle: the ratio empirical / oracle must lie
+#: within [1/(1 + t), 1 + t].
+DEFAULT_LEVEL_TOLERANCE = 0.1
 
-#: Machine-readable exclusion codes ("" = point used), parallel to ``RateFit.excluded``.
-EXCLUSION_CODES = ("", "few_seeds", "nonpositive", "capped", "capped_by_theory", "floor")
+#: Machine-readable exclusion codes ("" = point used), parallel to ``RateFit.excluded``. The last
+#: three are failures, not exclusions: a fit with any of them has the verdict ``invalid``.
+EXCLUSION_CODES = ("", "few_seeds", "capped", "capped_by_theory", "floor", "nonpositive",
+                   "blowup", "collapse")
+#: Codes that invalidate a fit (see the module docstring).
+FAILURE_CODES = ("blowup", "collapse", "nonpositive")
+#: Codes that are legitimate exclusions of a point.
+CAP_CODES = ("capped", "capped_by_theory")
 
-VERDICTS = ("consistent", "faster", "slower", "inconclusive")
+VERDICTS = ("consistent", "faster", "slower", "inconclusive", "invalid")
 VERDICT_TEXT = {
     "consistent": "consistent with theory",
     "faster": "faster than the bound (the bound may be loose or the instance benign)",
     "slower": "slower than the bound (a bug or a violated assumption)",
     "inconclusive": "inconclusive",
+    "invalid": "invalid (a blow-up, collapse or non-positive mean where theory predicts a rate)",
 }
 
 
@@ -92,7 +108,14 @@ class RateFit:
     exclusion: list[str] = field(default_factory=list)  # codes: see EXCLUSION_CODES
     oracle: list[float] = field(default_factory=list)   # mean closed-form oracle per point (NaN: none)
     oracle_ratio: float = math.nan   # geometric mean of mean/oracle over kept points with an oracle
+    oracle_ratio_low: float = math.nan   # its bootstrap CI (seeds resampled jointly)
+    oracle_ratio_high: float = math.nan
     variable: str = "excess_risk"    # the cube variable fitted (see fit_rates)
+    resolution: float = math.nan     # tolerance + CI half-width: the smallest detectable error
+    failures: list[str] = field(default_factory=list)  # blow-ups, collapses, non-positive means
+    cap_end: str = "low"             # the end of the axis where capped points may be excluded
+    card_exponent: float = math.nan  # the rate card's leading exponent along the axis
+    oracle_kind: str = ""            # "exact", "upper_bound", "heuristic" or "" (Algorithm.oracle_kind)
 
     @property
     def used(self) -> np.ndarray:
@@ -119,14 +142,41 @@ def _ols_slopes(logx: np.ndarray, logm: np.ndarray) -> np.ndarray:
     return ((logm - logm.mean(axis=-1, keepdims=True)) * xc).sum(axis=-1) / (xc ** 2).sum()
 
 
+@overload
 def bootstrap_means(samples: Sequence[np.ndarray], n_resamples: int,
-                    rng: np.random.Generator) -> np.ndarray:
-    """(n_resamples, k) bootstrap means, resampling seeds within each of the k grid points."""
+                    rng: np.random.Generator) -> np.ndarray: ...
+@overload
+def bootstrap_means(samples: Sequence[np.ndarray], n_resamples: int, rng: np.random.Generator,
+                    paired: Sequence[np.ndarray]) -> tuple[np.ndarray, np.ndarray]: ...
+def bootstrap_means(samples: Sequence[np.ndarray], n_resamples: int,
+                    rng: np.random.Generator, paired: Sequence[np.ndarray] | None = None,
+                    ) -> np.ndarray | tuple[np.ndarray, np.ndarray]:
+    """(n_resamples, k) bootstrap means, resampling seeds within each of the k grid points.
+
+    ``paired``: per-point arrays aligned with ``samples`` (same seeds), resampled with the same
+    indices; their bootstrap means are returned too (NaN where a point has no paired values)."""
     out = np.empty((n_resamples, len(samples)))
+    pout = np.full((n_resamples, len(samples)), math.nan)
     for j, s in enumerate(samples):
         s = np.asarray(s, dtype=float)
         idx = rng.integers(0, s.size, size=(n_resamples, s.size))
         out[:, j] = s[idx].mean(axis=1)
+        if paired is not None and paired[j].size == s.size:
+            pout[:, j] = np.asarray(paired[j], dtype=float)[idx].mean(axis=1)
+    return out if paired is None else (out, pout)
+
+
+def _oracle_samples(oracle: Sequence[Any] | None, samples: Sequence[np.ndarray]) -> list[np.ndarray]:
+    """Per-point oracle values aligned with ``samples``: arrays as given, a scalar (a mean) repeated."""
+    out = []
+    for j, s in enumerate(samples):
+        o = math.nan if oracle is None else oracle[j]
+        arr = np.asarray(o, dtype=float)
+        if arr.ndim == 0:
+            arr = np.full(s.size, float(arr))
+        if arr.size != s.size or not np.all(np.isfinite(arr)):
+            arr = np.empty(0)
+        out.append(arr)
     return out
 
 
@@ -148,30 +198,71 @@ def slope_ci(x: Sequence[float], samples: Sequence[np.ndarray], *, level: float 
     return slope, float(lo), float(hi), boot
 
 
-def verdict(slope_low: float, slope_high: float, predicted: float, n_points: int,
-            tolerance: float = DEFAULT_TOLERANCE) -> tuple[str, str]:
-    """Verdict of a fit and its reason.
+def verdict(slope: float, slope_low: float, slope_high: float, predicted: float, *,
+            n_used: int, n_points: int, tolerance: float = DEFAULT_TOLERANCE,
+            failures: Sequence[str] = (), seeds: int | None = None,
+            level: float = 0.95) -> tuple[str, str, float]:
+    """Verdict of a slope against a prediction: an equivalence rule with stated error rates.
 
-    *consistent*: the CI widened by ±``tolerance`` contains the predicted slope; *faster*: the
-    whole CI lies more than ``tolerance`` below it (the excess falls faster, or grows slower,
-    than the bound says); *slower*: more than ``tolerance`` above it; *inconclusive*: fewer than
-    3 points kept, no prediction, or a CI wider than ``MAX_CI_WIDTH``.
+    With the band B = [predicted − τ, predicted + τ] (τ = ``tolerance``) and the bootstrap CI
+    [lo, hi] of the fitted slope:
+
+    * *consistent* only when the whole CI lies inside B;
+    * *faster* / *slower* when the whole CI lies below / above B;
+    * *inconclusive* otherwise (the CI straddles an edge of B), or when fewer than ``MIN_POINTS``
+      points or fewer than half of the points are kept; the reason says what would decide it;
+    * *invalid* when ``failures`` is not empty (a blow-up, a collapse to the floor or a
+      non-positive mean inside the informative range: :func:`classify_points`).
+
+    Error rates (docs/analysis.md, "Verdicts"): if the CI covers the true finite-range slope s with
+    probability ``level``, then P(consistent | s outside B) ≤ (1 − level)/2 and
+    P(faster or slower | s inside B) ≤ (1 − level)/2; with 95 % CIs, 2.5 % each way per row.
+    The **resolution** returned is τ + (hi − lo)/2: the smallest |s − predicted| that this CI
+    width would have reported as faster or slower.
+
+    Returns (verdict, reason, resolution).
     """
-    if n_points < MIN_POINTS:
-        return "inconclusive", f"{n_points} point(s) kept; at least {MIN_POINTS} needed"
+    half = (slope_high - slope_low) / 2 if math.isfinite(slope_high - slope_low) else math.nan
+    resolution = tolerance + half if math.isfinite(half) else math.nan
+    if failures:
+        return "invalid", "; ".join(failures), resolution
+    need = max(MIN_POINTS, math.ceil(n_points / 2))
+    if n_used < need:
+        return "inconclusive", (f"{n_used} of {n_points} points kept; at least {need} needed "
+                                "(at least 3 and half of the grid): extend the grid beyond the "
+                                "excluded regime"), resolution
     if not math.isfinite(predicted):
-        return "inconclusive", "no theoretical rate to compare with"
+        return "inconclusive", "no theoretical rate to compare with", resolution
     if not (math.isfinite(slope_low) and math.isfinite(slope_high)):
-        return "inconclusive", "bootstrap failed (non-positive means)"
-    if slope_high - slope_low > MAX_CI_WIDTH:
-        return "inconclusive", (f"CI [{slope_low:.2f}, {slope_high:.2f}] wider than "
-                                f"{MAX_CI_WIDTH}; add seeds or grid points")
-    if slope_low - tolerance <= predicted <= slope_high + tolerance:
-        return "consistent", (f"predicted {predicted:.2f} within CI [{slope_low:.2f}, "
-                              f"{slope_high:.2f}] ± {tolerance}")
-    if slope_high + tolerance < predicted:
-        return "faster", f"CI [{slope_low:.2f}, {slope_high:.2f}] below predicted {predicted:.2f} − {tolerance}"
-    return "slower", f"CI [{slope_low:.2f}, {slope_high:.2f}] above predicted {predicted:.2f} + {tolerance}"
+        return "inconclusive", "bootstrap failed (non-positive resampled means)", resolution
+    lo_b, hi_b = predicted - tolerance, predicted + tolerance
+    ci = f"CI [{slope_low:.2f}, {slope_high:.2f}]"
+    band = f"{predicted:.2f} ± {tolerance:.2g}"
+    if lo_b <= slope_low and slope_high <= hi_b:
+        return "consistent", f"{ci} inside {band}; resolution ±{resolution:.2f}", resolution
+    if slope_high < lo_b:
+        return "faster", f"{ci} below {band}", resolution
+    if slope_low > hi_b:
+        return "slower", f"{ci} above {band}", resolution
+    return "inconclusive", f"{ci} straddles {band}: {_advice(slope, half, lo_b, hi_b, tolerance, seeds)}", resolution
+
+
+def _advice(slope: float, half: float, lo_b: float, hi_b: float, tolerance: float,
+            seeds: int | None) -> str:
+    """What would make a straddling CI conclusive: the half-width it needs and the seeds that buys
+    (the CI half-width shrinks like 1/√seeds)."""
+    d = min(abs(slope - lo_b), abs(slope - hi_b))
+    if lo_b <= slope <= hi_b:
+        target, goal = min(d, tolerance), "agree"
+    else:
+        target, goal = d, "disagree"
+    if not (math.isfinite(half) and half > 0) or target < 0.01:
+        return "the estimate sits on the band's edge; more seeds and points will not settle it quickly"
+    factor = 1.3 * max(1.0, (half / target) ** 2)  # 1.3: margin for the estimate moving
+    more = f"about {factor:.1f}× the seeds" + (f" (≈ {math.ceil(factor * seeds)} per point)"
+                                                 if seeds else "")
+    return (f"to {goal} the CI half-width must fall from {half:.2f} to below {target:.2f}: "
+            f"{more}, or more grid points over a longer range")
 
 
 # --- fitting a cube ---------------------------------------------------------------------------
@@ -187,6 +278,12 @@ def _card(ds: xr.Dataset, algorithm: str) -> RateCard | None:
     return RateCard.from_dict(card) if card else None
 
 
+def _oracle_kind(ds: xr.Dataset, algorithm: str, problem: str) -> str:
+    """The declared kind of the stored oracle (stores written before kinds were recorded: "")."""
+    info = ds.attrs.get("algorithms", {}).get(algorithm, {})
+    return str((info.get("oracle_kinds") or {}).get(problem, ""))
+
+
 def _constants(ds: xr.Dataset, problem: str) -> dict[str, float]:
     return dict(ds.attrs.get("problems", {}).get(problem, {}).get("constants", {}))
 
@@ -198,11 +295,12 @@ def fit_curve(experiment: str, algorithm: str, problem: str, axis: str, fixed: d
               tolerance: float = DEFAULT_TOLERANCE, level: float = 0.95,
               n_resamples: int = 2000, cap_fraction: float = 0.25, floor_factor: float = 10.0,
               rng: np.random.Generator | int = 0, missing: list[str] | None = None,
-              oracle: Sequence[float] | None = None) -> RateFit:
+              oracle: Sequence[Any] | None = None) -> RateFit:
     """Fit one curve (the building block of :func:`fit_rates`; usable on any samples).
 
-    ``oracle``: the mean closed-form expected excess per point (``oracle_excess_risk``; NaN where
-    none), reported with the geometric-mean ratio empirical/oracle over the kept points.
+    ``oracle``: the closed-form expected excess per point (``oracle_excess_risk``), either one
+    array per point aligned with its seeds or one mean per point (NaN where none); reported as the
+    geometric-mean ratio empirical / oracle over the kept points with a bootstrap CI.
     """
     rng = np.random.default_rng(rng) if not isinstance(rng, np.random.Generator) else rng
     x = [float(v) for v in x]
@@ -223,31 +321,35 @@ def fit_curve(experiment: str, algorithm: str, problem: str, axis: str, fixed: d
             cap = float(card.cap_value(**values))
         except KeyError:
             pass
-    reasons, codes = [], []
-    for i, s in enumerate(samples):
+    raw: list[tuple[str, str]] = []
+    for i, smp in enumerate(samples):
         gap = gaps[i] if gaps is not None else 0.0
-        if s.size < 2:
-            code, why = "few_seeds", f"{s.size} seed(s) done"
+        if smp.size < 2:
+            raw.append(("few_seeds", f"{smp.size} seed(s) done"))
+        elif means[i] > 0 and math.isfinite(cap) and means[i] >= cap_fraction * cap:
+            raw.append(("capped", f"capped (mean ≥ {cap_fraction:g}·L·D = {cap_fraction * cap:.3g})"))
+        elif means[i] > 0 and trivial is not None and means[i] >= trivial_fraction * trivial[i] > 0:
+            raw.append(("capped", f"capped (mean ≥ {trivial_fraction:g}× the excess "
+                                  f"{trivial[i]:.3g} of the data-independent output)"))
+        elif means[i] > 0 and math.isfinite(cap) and bound[i] >= cap:
+            raw.append(("capped_by_theory", f"capped by theory (bound {bound[i]:.3g} ≥ trivial "
+                                            f"maximum {cap:.3g})"))
+        elif gap > 0 and means[i] < floor_factor * gap:
+            raw.append(("floor", f"optimisation floor (mean < {floor_factor:g}× certified gap)"))
         elif not means[i] > 0:
-            code, why = "nonpositive", "mean excess ≤ 0"
-        elif math.isfinite(cap) and means[i] >= cap_fraction * cap:
-            code, why = "capped", f"capped (mean ≥ {cap_fraction:g}·L·D = {cap_fraction * cap:.3g})"
-        elif trivial is not None and means[i] >= trivial_fraction * trivial[i] > 0:
-            code, why = "capped", (f"capped (mean ≥ {trivial_fraction:g}× the excess "
-                                   f"{trivial[i]:.3g} of the data-independent output)")
-        elif math.isfinite(cap) and bound[i] >= cap:
-            code, why = "capped_by_theory", (f"capped by theory (bound {bound[i]:.3g} ≥ trivial "
-                                             f"maximum {cap:.3g})")
-        elif means[i] < floor_factor * max(gap, 0.0):
-            code, why = "floor", f"optimisation floor (mean < {floor_factor:g}× certified gap)"
+            raw.append(("nonpositive", "mean ≤ 0"))
         else:
-            code, why = "", ""
-        codes.append(code)
-        reasons.append(why)
+            raw.append(("", ""))
+    cap_end = _cap_end(bound, means)
+    codes, reasons = classify_points(raw, cap_end, positive_predicted=card is not None,
+                                     axis=axis, x=x)
     used = [i for i, r in enumerate(reasons) if r == ""]
+    failures = [reasons[i] for i, c in enumerate(codes)
+                if c in ("blowup", "collapse") or (c == "nonpositive" and card is not None)]
     a = (1 - level) / 2
-    boot_all = bootstrap_means([s if s.size else np.array([math.nan]) for s in samples],
-                               n_resamples, rng)
+    orc_samples = _oracle_samples(oracle, samples)
+    boot_all, boot_orc = bootstrap_means([s if s.size else np.array([math.nan]) for s in samples],
+                                         n_resamples, rng, paired=orc_samples)
     mean_low = np.quantile(boot_all, a, axis=0)
     mean_high = np.quantile(boot_all, 1 - a, axis=0)
     slope = lo = hi = ratio = r_lo = r_hi = r_slope = math.nan
@@ -268,11 +370,20 @@ def fit_curve(experiment: str, algorithm: str, problem: str, axis: str, fixed: d
             rb = np.exp((np.log(boot[ok]) - np.log(bound[used])).mean(axis=1))
             if rb.size:
                 r_lo, r_hi = (float(v) for v in np.quantile(rb, [a, 1 - a]))
-    orc = np.full(len(x), math.nan) if oracle is None else np.asarray(oracle, dtype=float)
+    orc = np.array([o.mean() if o.size else math.nan for o in orc_samples])
     with_oracle = [i for i in used if math.isfinite(orc[i]) and orc[i] > 0 and means[i] > 0]
-    oracle_ratio = (float(np.exp(np.mean(np.log(means[with_oracle]) - np.log(orc[with_oracle]))))
-                    if with_oracle else math.nan)
-    v, why = verdict(lo, hi, predicted, len(used), tolerance)
+    oracle_ratio = o_lo = o_hi = math.nan
+    if with_oracle:
+        oracle_ratio = float(np.exp(np.mean(np.log(means[with_oracle]) - np.log(orc[with_oracle]))))
+        bm, bo = boot_all[:, with_oracle], boot_orc[:, with_oracle]
+        good = np.all((bm > 0) & (bo > 0), axis=1)
+        if good.any():
+            rr = np.exp(np.mean(np.log(bm[good]) - np.log(bo[good]), axis=1))
+            o_lo, o_hi = (float(v) for v in np.quantile(rr, [a, 1 - a]))
+    done = [int(s.size) for s in samples if s.size]
+    v, why, resolution = verdict(slope, lo, hi, predicted, n_used=len(used), n_points=len(x),
+                                 tolerance=tolerance, failures=failures,
+                                 seeds=min(done) if done else None, level=level)
     if missing:
         why += f"; incomplete sweep: {len(missing)} cell(s) missing"
     return RateFit(
@@ -288,13 +399,69 @@ def fit_curve(experiment: str, algorithm: str, problem: str, axis: str, fixed: d
         method=(f"OLS slope of log mean excess vs log {axis}; {level:.0%} percentile bootstrap, "
                 f"{n_resamples} resamples of seeds within each grid point"),
         missing=list(missing or []), exclusion=codes, oracle=orc.tolist(),
-        oracle_ratio=oracle_ratio)
+        oracle_ratio=oracle_ratio, oracle_ratio_low=o_lo, oracle_ratio_high=o_hi,
+        resolution=resolution, failures=failures, cap_end=cap_end,
+        card_exponent=(float(card.exponents.get(axis, math.nan)) if card else math.nan))
 
 
 def sweep_axes(ds: xr.Dataset) -> list[str]:
     """Grid axes with at least two values."""
     return [d for d in ds.excess_risk.dims
             if d not in ("algorithm", "problem", "seed") and ds.sizes[d] >= 2]
+
+
+def _cap_end(bound: np.ndarray, means: np.ndarray) -> str:
+    """The end of the axis where the capped regime may sit: where the rate card's bound is
+    larger ("low" or "high"); without a usable card (or a flat bound), where the mean is larger."""
+    ok = np.isfinite(bound) & (bound > 0)
+    if ok.sum() >= 2:
+        b = bound[ok]
+        if not math.isclose(b[0], b[-1], rel_tol=1e-9):
+            return "low" if b[0] > b[-1] else "high"
+    pos = np.flatnonzero(np.isfinite(means) & (means > 0))
+    if pos.size >= 2 and means[pos[0]] != means[pos[-1]]:
+        return "low" if means[pos[0]] > means[pos[-1]] else "high"
+    return "low"
+
+
+def classify_points(raw: Sequence[tuple[str, str]], cap_end: str, *, positive_predicted: bool,
+                    axis: str = "x", x: Sequence[float] | None = None) -> tuple[list[str], list[str]]:
+    """Final exclusion codes and reasons from per-point candidates (code, reason).
+
+    Capped points (``capped``, ``capped_by_theory``) are excluded only as one contiguous run from
+    the ``cap_end`` of the axis, floor points only as a contiguous run from the other end (points
+    with too few seeds neither break nor extend a run). A capped point past the first informative
+    point is a ``blowup``, a floor point before the last informative one a ``collapse``, and a
+    non-positive mean is a failure (``nonpositive``) when theory predicts a positive rate
+    (``positive_predicted``); otherwise it is excluded.
+    """
+    k = len(raw)
+    order = list(range(k)) if cap_end == "low" else list(range(k - 1, -1, -1))
+    codes = [c for c, _ in raw]
+    reasons = [r for _, r in raw]
+    where = (lambda i: f"{axis}={x[i]:g}") if x is not None else (lambda i: f"point {i}")
+    seen_informative = False
+    for i in order:
+        c = codes[i]
+        if c in CAP_CODES and seen_informative:
+            codes[i] = "blowup"
+            reasons[i] = (f"blow-up at {where(i)}: {raw[i][1]} on the informative side of kept "
+                          "points (a cap may only be excluded at the end where the bound is largest)")
+        elif c not in ("few_seeds", *CAP_CODES):
+            seen_informative = True
+    seen_informative = False
+    for i in reversed(order):
+        c = codes[i]
+        if c == "floor" and seen_informative:
+            codes[i] = "collapse"
+            reasons[i] = (f"collapse at {where(i)}: {raw[i][1]} before kept points (a floor may "
+                          "only be excluded at the informative end)")
+        elif c not in ("few_seeds", "floor"):
+            seen_informative = True
+    for i, c in enumerate(codes):
+        if c == "nonpositive" and positive_predicted:
+            reasons[i] = f"non-positive mean at {where(i)} where theory predicts a positive excess"
+    return codes, reasons
 
 
 def fit_rates(ds: xr.Dataset, *, axes: Iterable[str] | None = None, variable: str = "excess_risk",
@@ -327,7 +494,9 @@ def fit_rates(ds: xr.Dataset, *, axes: Iterable[str] | None = None, variable: st
     vals = ds[variable].values
     gaps = ds["optimum_gap"].values if risk else np.zeros_like(vals)
     trivials = ds["trivial_excess_risk"].values if "trivial_excess_risk" in ds and risk else None
-    oracles = ds["oracle_excess_risk"].values if "oracle_excess_risk" in ds else None
+    # The oracle is the closed-form expected excess *empirical* risk: only that variable has one.
+    oracles = (ds["oracle_excess_risk"].values
+               if variable == "excess_risk" and "oracle_excess_risk" in ds else None)
     dims = list(ds[variable].dims)
     fits: list[RateFit] = []
     counter = itertools.count()
@@ -341,7 +510,7 @@ def fit_rates(ds: xr.Dataset, *, axes: Iterable[str] | None = None, variable: st
                     fixed = {d: _py(ds[d].values[i]) for d, i in zip(others, combo)}
                     samples, gs, missing = [], [], []
                     triv: list[float] | None = [] if trivials is not None else None
-                    orc: list[float] = []
+                    orc: list[np.ndarray] = []
                     applicable = False
                     for j in range(ds.sizes[axis]):
                         idx = cell_index(dims, {"algorithm": ai, "problem": pi, axis: j,
@@ -355,8 +524,8 @@ def fit_rates(ds: xr.Dataset, *, axes: Iterable[str] | None = None, variable: st
                         if triv is not None and trivials is not None:
                             tv = trivials[idx][st == DONE]
                             triv.append(float(tv.mean()) if tv.size else math.nan)
-                        ov = oracles[idx][st == DONE] if oracles is not None else np.empty(0)
-                        orc.append(float(ov.mean()) if ov.size else math.nan)
+                        orc.append(oracles[idx][st == DONE] if oracles is not None
+                                   else np.full(int(np.sum(st == DONE)), math.nan))
                         nmiss = int(np.sum((st == PENDING) | (st == FAILED)))
                         if nmiss:
                             missing.append(f"{axis}={_fmt(_py(ds[axis].values[j]))}: {nmiss} seed(s)")
@@ -370,6 +539,7 @@ def fit_rates(ds: xr.Dataset, *, axes: Iterable[str] | None = None, variable: st
                         rng=np.random.default_rng([seed, next(counter)]), missing=missing,
                         oracle=orc))
                     fits[-1].variable = variable
+                    fits[-1].oracle_kind = _oracle_kind(ds, str(alg), str(prob))
     return fits
 
 

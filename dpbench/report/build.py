@@ -23,7 +23,8 @@ from ..analysis import (DEFAULT_TOLERANCE, VERDICT_TEXT, CollapseCheck, Comparis
                         EpsilonConvergence, ExpectationCheck, RateFit, check_expectations,
                         collapse_check, crossovers,
                         epsilon_convergence, fit_rates, paired_comparisons, sweep_axes)
-from ..analysis.rates import MAX_CI_WIDTH, MIN_POINTS
+from ..analysis.expectations import summary_line
+from ..analysis.rates import MIN_POINTS
 from ..errors import UserInputError
 from ..execute import DONE, FAILED, NOT_APPLICABLE
 from ..store import ROOT_KEY, Counts, Store
@@ -476,7 +477,7 @@ def _provenance(store: Store, store_path: str | Path) -> dict[str, Any]:
 
 def _methods(n_resamples: int) -> dict[str, Any]:
     return {"n_resamples": n_resamples, "level": LEVEL, "tolerance": DEFAULT_TOLERANCE,
-            "max_ci_width": MAX_CI_WIDTH, "min_points": MIN_POINTS, "cap_fraction": CAP_FRACTION,
+            "min_points": MIN_POINTS, "cap_fraction": CAP_FRACTION,
             "floor_factor": FLOOR_FACTOR, "alpha": ALPHA, "collapse_tolerance": COLLAPSE_TOLERANCE,
             "max_combos": MAX_COMBOS, "seed": FIT_SEED, "verdicts": VERDICT_TEXT}
 
@@ -497,7 +498,7 @@ def environment() -> Environment:
                       autoescape=select_autoescape(enabled_extensions=escaped),
                       undefined=StrictUndefined, trim_blocks=True, lstrip_blocks=True,
                       keep_trailing_newline=True)
-    env.filters.update(num=num, slope=slope_text, estimate=estimate_text,
+    env.filters.update(num=num, slope=slope_text, estimate=estimate_text, expect_summary=summary_line,
                        fixed=fixed_text, sym=axis_symbol, md=md_cell)
     return env
 
