@@ -138,3 +138,28 @@ def test_capped_points_at_the_cap_end_are_excluded_not_failures(
     [c] = _checks(out)
     assert c.outcome == "agrees", c.reason
     assert c.points_used == 5 and any("capped" in e for e in c.excluded)
+
+
+def test_card_tolerance_shifts_the_band_and_keeps_its_teeth() -> None:
+    """``tolerance: card`` on a log n/n bound: the band moves by the card's own local slope
+    (−1 + 1/ln n: −0.89…−0.78 over n ∈ [10², 10⁴], band −0.84 ± 0.155) instead of widening, so the exact finite-range slope
+    agrees and an exponent planted 0.3 away still cannot. Synthetic curve exactly ∝ the bound with
+    5 % lognormal noise and 50 seeds (seeded): CI half-width ≈ 0.01."""
+    from dpbench.analysis import fit_curve
+    from dpbench.ratecard import RateCard
+
+    card = RateCard("log(n)/n", {"n": -1}, citation="test")
+    n = np.array([100.0, 300.0, 1000.0, 3000.0, 10000.0])
+    rng = np.random.default_rng(3)
+    samples = [np.log(x) / x * rng.lognormal(0, 0.05, 50) for x in n]
+    fit = fit_curve("e", "a", "p", "n", {}, n, samples, card=card, constants={})
+    [ok] = check_expectations([fit], [Expectation("c", "a", "p", "n", -1.0, "card")])
+    assert ok.outcome == "agrees", ok.reason
+    assert ok.tolerance_source.startswith("card") and ok.tolerance == pytest.approx(0.155, abs=0.01)
+    assert ok.centre == pytest.approx(-0.84, abs=0.01)
+    for wrong in (-1.3, -0.7, -1.5, -0.5):
+        [bad] = check_expectations([fit], [Expectation("c", "a", "p", "n", wrong, "card")])
+        assert bad.outcome == "disagrees", (wrong, bad.reason)
+    # without the card the same data do not agree with the bare exponent −1
+    [bare] = check_expectations([fit], [Expectation("c", "a", "p", "n", -1.0)])
+    assert bare.outcome != "agrees"

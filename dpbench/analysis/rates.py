@@ -558,6 +558,6 @@ def fits_frame(fits: Sequence[RateFit]) -> Any:
                      "points": len(f.x), "slope": f.slope, "slope_low": f.slope_low,
                      "slope_high": f.slope_high, "predicted": f.predicted_slope,
                      "ratio": f.ratio, "ratio_low": f.ratio_low, "ratio_high": f.ratio_high,
-                     "oracle_ratio": f.oracle_ratio,
+                     "oracle_ratio": f.oracle_ratio, "resolution": f.resolution,
                      "verdict": f.verdict, "reason": f.reason, "citation": f.rate_citation})
     return pd.DataFrame(rows)
