@@ -163,3 +163,17 @@ def test_card_tolerance_shifts_the_band_and_keeps_its_teeth() -> None:
     # without the card the same data do not agree with the bare exponent −1
     [bare] = check_expectations([fit], [Expectation("c", "a", "p", "n", -1.0)])
     assert bare.outcome != "agrees"
+
+
+def test_right_slope_wrong_level_disagrees(cubes: dict[str, xr.Dataset]) -> None:
+    """A mechanism that adds twice the noise has the right slope and the wrong level: on the exact
+    O1 oracle (ExpMech on LB-Lin) the excess scaled by 2 keeps the slope and must disagree; the
+    unscaled cube agrees (test_correct_slopes_agree) with empirical/oracle within 10 %."""
+    ds = cubes["expmech_n"]
+    [ok] = _checks(ds)
+    assert ok.level_outcome == "agrees", ok.reason
+    doubled = ds.copy(deep=True)
+    doubled["excess_risk"] = doubled.excess_risk * 2.0
+    [c] = _checks(doubled)
+    assert c.slope == pytest.approx(ok.slope)
+    assert c.outcome == "disagrees" and "level is off" in c.reason, c.reason

@@ -182,8 +182,7 @@ def check_expectations(fits: Sequence[RateFit], expectations: Iterable[Expectati
             done = [s for s in f.n_seeds if s]
             v, reason, resolution = verdict(f.slope, f.slope_low, f.slope_high, centre,
                                             n_used=used, n_points=len(f.x), tolerance=tol,
-                                            failures=failures, seeds=min(done) if done else None,
-                                            level=f.level)
+                                            failures=failures, seeds=min(done) if done else None)
             outcome = _OUTCOME_OF_VERDICT[v]
             lv, lreason = level_check(f, exp.level_tolerance)
             if lv:

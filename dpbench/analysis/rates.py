@@ -200,8 +200,7 @@ def slope_ci(x: Sequence[float], samples: Sequence[np.ndarray], *, level: float 
 
 def verdict(slope: float, slope_low: float, slope_high: float, predicted: float, *,
             n_used: int, n_points: int, tolerance: float = DEFAULT_TOLERANCE,
-            failures: Sequence[str] = (), seeds: int | None = None,
-            level: float = 0.95) -> tuple[str, str, float]:
+            failures: Sequence[str] = (), seeds: int | None = None) -> tuple[str, str, float]:
     """Verdict of a slope against a prediction: an equivalence rule with stated error rates.
 
     With the band B = [predicted − τ, predicted + τ] (τ = ``tolerance``) and the bootstrap CI
@@ -215,8 +214,8 @@ def verdict(slope: float, slope_low: float, slope_high: float, predicted: float,
       non-positive mean inside the informative range: :func:`classify_points`).
 
     Error rates (docs/analysis.md, "Verdicts"): if the CI covers the true finite-range slope s with
-    probability ``level``, then P(consistent | s outside B) ≤ (1 − level)/2 and
-    P(faster or slower | s inside B) ≤ (1 − level)/2; with 95 % CIs, 2.5 % each way per row.
+    probability c (the CI's level), then P(consistent | s outside B) ≤ (1 − c)/2 and
+    P(faster or slower | s inside B) ≤ (1 − c)/2; with 95 % CIs, 2.5 % each way per row.
     The **resolution** returned is τ + (hi − lo)/2: the smallest |s − predicted| that this CI
     width would have reported as faster or slower.
 
@@ -383,7 +382,7 @@ def fit_curve(experiment: str, algorithm: str, problem: str, axis: str, fixed: d
     done = [int(s.size) for s in samples if s.size]
     v, why, resolution = verdict(slope, lo, hi, predicted, n_used=len(used), n_points=len(x),
                                  tolerance=tolerance, failures=failures,
-                                 seeds=min(done) if done else None, level=level)
+                                 seeds=min(done) if done else None)
     if missing:
         why += f"; incomplete sweep: {len(missing)} cell(s) missing"
     return RateFit(
