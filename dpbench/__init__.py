@@ -7,7 +7,6 @@ from .params import Param
 from .privacy.ledger import Charge, PrivacyLedger
 from .problem import Dataset, Optimum, Problem
 from .ratecard import RateCard
-from . import accessor as _accessor  # noqa: F401  (registers ds.dpbench)
 
 __all__ = [
     "Algorithm", "Ball", "Charge", "ConstraintSet", "Dataset", "Optimum", "Param",

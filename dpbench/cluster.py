@@ -48,6 +48,7 @@ from typing import Any
 import yaml
 
 from .errors import UserInputError, did_you_mean
+from .validation import Errors, is_int
 
 _PROFILE_KEYS = ("version", "description", "cluster", "scale", "adapt", "dask_config")
 _CLUSTER_KEYS = ("module", "class", "kwargs")
@@ -102,28 +103,9 @@ class Profile:
         return _family(self.module)
 
 
-class _Errors:
-    def __init__(self) -> None:
-        self.items: list[str] = []
-
-    def add(self, path: str, msg: str) -> None:
-        self.items.append(f"{path}: {msg}" if path else msg)
-
-    def unknown_keys(self, path: str, obj: Mapping[str, Any], allowed: tuple[str, ...],
-                     what: str = "unknown field") -> None:
-        for k in obj:
-            if k not in allowed:
-                self.add(f"{path}.{k}" if path else str(k),
-                         f"{what}{did_you_mean(str(k), allowed)}; allowed: {', '.join(allowed)}")
-
-
 def _family(module: str) -> str:
     root = module.split(".")[0]
     return {"dask_jobqueue": "jobqueue", "dask_kubernetes": "kubernetes"}.get(root, "generic")
-
-
-def _is_int(v: Any) -> bool:
-    return isinstance(v, int) and not isinstance(v, bool)
 
 
 # --- durations ---------------------------------------------------------------------------------
@@ -222,7 +204,7 @@ def accepted_kwargs(cls: type) -> set[str] | None:
     return _mro_params(cls)
 
 
-def _check_kwargs(errs: _Errors, module: str, clsname: str, kwargs: Mapping[str, Any]) -> None:
+def _check_kwargs(errs: Errors, module: str, clsname: str, kwargs: Mapping[str, Any]) -> None:
     cls = _import_class(module, clsname)
     allowed = accepted_kwargs(cls) if cls is not None else None
     if allowed is not None:
@@ -235,17 +217,17 @@ def _check_kwargs(errs: _Errors, module: str, clsname: str, kwargs: Mapping[str,
         _check_kubernetes(errs, kwargs)
 
 
-def _check_jobqueue(errs: _Errors, module: str, clsname: str, kw: Mapping[str, Any]) -> None:
+def _check_jobqueue(errs: Errors, module: str, clsname: str, kw: Mapping[str, Any]) -> None:
     """Per-job sizing (one thread per worker) and a worker lifetime shorter than the walltime."""
     from dask.utils import parse_bytes
 
     for k in ("cores", "processes"):
         if k not in kw:
             errs.add(f"cluster.kwargs.{k}", "required for a dask-jobqueue profile (per job)")
-        elif not _is_int(kw[k]) or kw[k] < 1:
+        elif not is_int(kw[k]) or kw[k] < 1:
             errs.add(f"cluster.kwargs.{k}", f"must be an integer >= 1, got {kw[k]!r}")
     cores, procs = kw.get("cores"), kw.get("processes")
-    if _is_int(cores) and _is_int(procs) and cores >= 1 and procs >= 1 and cores != procs:
+    if is_int(cores) and is_int(procs) and cores >= 1 and procs >= 1 and cores != procs:
         errs.add("cluster.kwargs.processes", f"cores={cores}, processes={procs} gives "
                  f"{cores // procs} thread(s) per worker; dpbench cells are single-threaded "
                  f"(BLAS pinned): set processes equal to cores; allowed: processes: {cores}")
@@ -265,7 +247,7 @@ def _check_jobqueue(errs: _Errors, module: str, clsname: str, kw: Mapping[str, A
     _check_lifetime(errs, clsname, kw)
 
 
-def _check_lifetime(errs: _Errors, clsname: str, kw: Mapping[str, Any]) -> None:
+def _check_lifetime(errs: Errors, clsname: str, kw: Mapping[str, Any]) -> None:
     hint = 'e.g. worker_extra_args: ["--lifetime", "55m", "--lifetime-stagger", "4m"]'
     if "walltime" not in kw:
         errs.add("cluster.kwargs.walltime", "required for a dask-jobqueue profile (the worker "
@@ -296,13 +278,13 @@ def _check_lifetime(errs: _Errors, clsname: str, kw: Mapping[str, Any]) -> None:
                  f"{hint}")
 
 
-def _check_kubernetes(errs: _Errors, kw: Mapping[str, Any]) -> None:
+def _check_kubernetes(errs: Errors, kw: Mapping[str, Any]) -> None:
     if "custom_cluster_spec" in kw:
         return
     for k in ("name", "image"):
         if not isinstance(kw.get(k), str) or not kw[k]:
             errs.add(f"cluster.kwargs.{k}", "required string for a Kubernetes profile")
-    if "n_workers" in kw and not (_is_int(kw["n_workers"]) and kw["n_workers"] >= 0):
+    if "n_workers" in kw and not (is_int(kw["n_workers"]) and kw["n_workers"] >= 0):
         errs.add("cluster.kwargs.n_workers", f"must be an integer >= 0, got {kw['n_workers']!r}")
     res = kw.get("resources")
     if res is not None:
@@ -312,7 +294,7 @@ def _check_kubernetes(errs: _Errors, kw: Mapping[str, Any]) -> None:
             errs.unknown_keys("cluster.kwargs.resources", res, _K8S_RESOURCE_KEYS)
 
 
-def _check_scaling(errs: _Errors, family: str, scale: Any, adapt: Any) -> None:
+def _check_scaling(errs: Errors, family: str, scale: Any, adapt: Any) -> None:
     if scale is not None and adapt is not None:
         errs.add("scale", "give scale (a fixed size) or adapt (adaptive), not both")
     for key, allowed in (("scale", _SCALE_KEYS[family]), ("adapt", _ADAPT_KEYS[family])):
@@ -322,11 +304,11 @@ def _check_scaling(errs: _Errors, family: str, scale: Any, adapt: Any) -> None:
         errs.unknown_keys(key, block, allowed)
         for k, v in block.items():
             if k in ("jobs", "n", "minimum_jobs", "maximum_jobs", "minimum", "maximum") \
-                    and not (_is_int(v) and v >= 0):
+                    and not (is_int(v) and v >= 0):
                 errs.add(f"{key}.{k}", f"must be an integer >= 0, got {v!r}")
         for lo, hi in (("minimum_jobs", "maximum_jobs"), ("minimum", "maximum")):
             a, b = block.get(lo), block.get(hi)
-            if _is_int(a) and _is_int(b) and a > b:
+            if is_int(a) and is_int(b) and a > b:
                 errs.add(f"{key}.{lo}", f"{a} is larger than {key}.{hi} = {b}")
 
 
@@ -346,7 +328,7 @@ def _dask_config_keys() -> set[str]:
     return out
 
 
-def _check_dask_config(errs: _Errors, cfg: Mapping[str, Any]) -> None:
+def _check_dask_config(errs: Errors, cfg: Mapping[str, Any]) -> None:
     """Keys under ``distributed.`` must exist in distributed's defaults (typos are silent)."""
     known = _dask_config_keys()
     for key in cfg:
@@ -360,7 +342,7 @@ def _check_dask_config(errs: _Errors, cfg: Mapping[str, Any]) -> None:
                      + (f"; allowed: {', '.join(sorted(near))}" if near else ""))
 
 
-def _validate(raw: Any, errs: _Errors) -> Profile | None:
+def _validate(raw: Any, errs: Errors) -> Profile | None:
     if not isinstance(raw, dict) or "cluster" not in raw:
         errs.add("", "a profile is a mapping with a 'cluster' field (module, class, kwargs)")
         return None
@@ -407,7 +389,7 @@ def load_profile(path: str | Path) -> Profile:
             from None
     except yaml.YAMLError as exc:
         raise ProfileError(path, [f"malformed YAML: {exc}"]) from None
-    errs = _Errors()
+    errs = Errors()
     prof = _validate(raw, errs)
     if errs.items or prof is None:
         raise ProfileError(path, errs.items)

@@ -25,21 +25,9 @@ from .deadline import Killed, memory_message, run_isolated, time_limit
 from .errors import CellTimeout, NotApplicable
 from .plan import ChunkSpec, TaskSpec
 from .problem import Dataset, Optimum, Problem
+from .schema import DONE, FAILED, FLOAT_VARS, MAX_ERROR_CHARS, NOT_APPLICABLE, make_row
 from .seeding import data_identity, make_rng, mechanism_identity, stable_hash
 
-PENDING, DONE, FAILED, NOT_APPLICABLE = 0, 1, 2, 3
-STATUS_NAMES = {PENDING: "pending", DONE: "done", FAILED: "failed", NOT_APPLICABLE: "not applicable"}
-
-#: Float result variables of the cube, in order. ``wall_time_s`` is the only one that is not
-#: deterministic (it measures time).
-FLOAT_VARS = (
-    "excess_risk", "population_excess_risk", "optimum_gap", "trivial_excess_risk",
-    "oracle_excess_risk", "wall_time_s",
-    "grad_queries",
-    "func_queries", "iterations", "epsilon_spent", "delta_spent",
-)
-NONDETERMINISTIC_VARS = ("wall_time_s",)
-MAX_ERROR_CHARS = 2000
 
 
 @dataclass
@@ -146,14 +134,14 @@ def compute_cell(chunk: ChunkSpec, j: int, problem: Problem, algorithm: Any,
         trivial = problem.risk(problem.constraint.center(p), data) - opt.value
         # The closed-form expected excess of this configuration, where one is known.
         oracle = algorithm.oracle_excess(data, problem, epsilon=eps, delta=delta)
-        row = {
-            "excess_risk": excess, "population_excess_risk": pop, "optimum_gap": opt.gap,
-            "trivial_excess_risk": trivial, "oracle_excess_risk": oracle,
-            "wall_time_s": wall, "grad_queries": rel.grad_queries,
-            "func_queries": rel.func_queries, "iterations": rel.iterations,
-            "epsilon_spent": rel.ledger.epsilon, "delta_spent": rel.ledger.delta,
-        }
-        return DONE, {name: float(value) for name, value in row.items()}, ""
+        row = make_row(
+            excess_risk=excess, population_excess_risk=pop, optimum_gap=opt.gap,
+            trivial_excess_risk=trivial, oracle_excess_risk=oracle,
+            wall_time_s=wall, grad_queries=rel.grad_queries,
+            func_queries=rel.func_queries, iterations=rel.iterations,
+            epsilon_spent=rel.ledger.epsilon, delta_spent=rel.ledger.delta,
+        )
+        return DONE, row, ""
     except NotApplicable as exc:
         return NOT_APPLICABLE, None, str(exc)[:MAX_ERROR_CHARS]
     except MemoryError as exc:

@@ -3,8 +3,8 @@
 
 Layout of an experiment group: coordinate arrays ``algorithm``, ``problem``, the grid axes
 (``n``, ``p``, ``epsilon``, ``delta``, extras) and ``seed``; data variables
-:data:`~dpbench.execute.FLOAT_VARS` (float64, NaN until written), ``status`` (uint8: 0 pending,
-1 done, 2 failed, 3 not applicable) and ``error`` (string). A zarr chunk holds all seeds of
+:data:`~dpbench.schema.VARIABLES` (the float variables NaN until written, ``status`` uint8,
+``error`` string; :mod:`dpbench.schema` owns them and the status codes). A zarr chunk holds all seeds of
 several neighbouring (algorithm, problem, grid point) rows (see :func:`chunk_shape`: up to
 :data:`VALUE_CHUNK_CELLS` cells for values and errors, :data:`STATUS_CHUNK_CELLS` for ``status``),
 so that a task writes a few files per variable instead of one per grid point and the resume scan
@@ -42,13 +42,13 @@ from zarr.core.sync import sync as _zarr_sync
 
 from ._version import __version__
 from .errors import StoreError
-from .execute import (DONE, FAILED, FLOAT_VARS, NONDETERMINISTIC_VARS, NOT_APPLICABLE, PENDING,
-                      STATUS_NAMES, ChunkResult)
+from .execute import ChunkResult
+from .schema import (DONE, FAILED, FLOAT_VARS, NONDETERMINISTIC_VARS, NOT_APPLICABLE, PENDING,
+                     SCHEMA_VERSION, STATUS_NAMES, VARIABLE_NAMES, check_version)
 from .plan import NotApplicableChunk
 from .seeding import stable_hash
 from .suite import Experiment, Suite
 
-STORE_SCHEMA = 1
 ROOT_KEY = "dpbench_store"
 EXP_KEY = "dpbench_experiment"
 #: Upper bound on the cells of one ``status`` chunk (64 KiB of uint8 before compression).
@@ -181,7 +181,9 @@ class Store:
             raise StoreError(f"no store at {str(path)!r}")
         if not _is_store(path):
             raise StoreError(f"{str(path)!r} is not a dpbench store")
-        return cls(path, zarr.open_group(str(path), mode=mode))
+        store = cls(path, zarr.open_group(str(path), mode=mode))
+        store._check_schema()
+        return store
 
     @classmethod
     def prepare(cls, path: str | Path, suite: Suite, restart: bool = False) -> Store:
@@ -198,11 +200,12 @@ class Store:
         if exists:
             root = zarr.open_group(str(path), mode="r+")
             store = cls(path, root)
+            store._check_schema()
             store._check_matches(suite)
         else:
             path.mkdir(parents=True, exist_ok=True)
             root = zarr.open_group(str(path), mode="w", zarr_format=3)
-            root.attrs[ROOT_KEY] = {"schema": STORE_SCHEMA, "created_utc": _now(),
+            root.attrs[ROOT_KEY] = {"schema": SCHEMA_VERSION, "created_utc": _now(),
                                     "dpbench_version": __version__}
             store = cls(path, root)
         meta = dict(root.attrs[ROOT_KEY])
@@ -228,6 +231,25 @@ class Store:
         if name not in self.root:
             return False
         return bool(self.root[name].attrs.get(EXP_KEY, {}).get("initialised", False))
+
+    def _check_schema(self) -> None:
+        """Refuse a store written under another cube schema, before anything is computed."""
+        meta = self.root.attrs.get(ROOT_KEY, {})
+        written_by = meta.get("dpbench_version")
+        check_version(meta.get("schema"), f"store {str(self.path)!r}", written_by)
+        for name, group in self.root.groups():
+            info = group.attrs.get(EXP_KEY, {})
+            if not info.get("initialised", False):
+                continue
+            check_version(info.get("schema"), f"experiment {name!r} of store {str(self.path)!r}",
+                          written_by)
+            arrays = set(group.array_keys())
+            missing = [v for v in VARIABLE_NAMES if v not in arrays]
+            if missing:
+                raise StoreError(
+                    f"experiment {name!r} of store {str(self.path)!r} lacks the cube variable(s) "
+                    f"{', '.join(missing)} of schema version {SCHEMA_VERSION}: it is damaged or "
+                    "was edited. Re-run its suite into a new --store (or with --restart)")
 
     def _check_matches(self, suite: Suite) -> None:
         changed = []
@@ -271,7 +293,7 @@ class Store:
         g.attrs.update(self._experiment_attrs(suite, exp))
         g.attrs[EXP_KEY] = {"fingerprint": exp.fingerprint(suite.root_seed),
                             "definition": exp.definition(suite.root_seed), "initialised": True,
-                            "schema": STORE_SCHEMA}
+                            "schema": SCHEMA_VERSION}
 
     @staticmethod
     def _oracle_kinds(exp: Experiment) -> dict[str, dict[str, str]]:

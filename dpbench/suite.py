@@ -44,13 +44,15 @@ from typing import Any
 
 import yaml
 
-from . import registry
+from .audit.spec import validate_audits
 from .errors import SuiteError, UserInputError, did_you_mean
+from .schema import FLOAT_VARS
 from .seeding import stable_hash
+from .validation import (IDENT, AlgorithmSpec, Errors, ProblemSpec, check_axis,
+                         check_keys, check_privacy_kind, is_int, is_real, labelled, privacy_of)
 
 SCHEMA_VERSION = 1
 CORE_AXES = ("n", "p", "epsilon", "delta")
-_IDENT = re.compile(r"^[A-Za-z][A-Za-z0-9_.\-]*$")
 _TOP_KEYS = ("name", "description", "root_seed", "seeds", "cell_timeout_s", "cell_memory_mb",
              "experiments", "audit", "audits")
 _EXP_KEYS = ("name", "description", "seeds", "problems", "algorithms", "grid", "expect")
@@ -77,22 +79,6 @@ _Loader.add_implicit_resolver(
     re.compile(r"^[-+]?(?:[0-9][0-9_]*)(?:\.[0-9_]*)?[eE][-+]?[0-9]+$"),
     list("-+0123456789"),
 )
-
-
-@dataclass(frozen=True)
-class PluginSpec:
-    """A problem or algorithm variant of an experiment: coordinate label, registry name, class and
-    fixed parameters (defaults filled in)."""
-
-    label: str
-    name: str
-    params: dict[str, Any]
-    cls: type[Any]
-
-    def build(self, axis_values: Mapping[str, Any]) -> Any:
-        """The instance at a grid point: fixed parameters plus the extra axes it declares."""
-        own = {k: v for k, v in axis_values.items() if k in self.cls.params}
-        return self.cls(**self.params, **own)
 
 
 @dataclass(frozen=True)
@@ -146,8 +132,6 @@ class Expectation:
 
 
 #: Readable aliases: an experiment's problems and algorithm variants.
-ProblemSpec = PluginSpec
-AlgorithmSpec = PluginSpec
 
 
 @dataclass(frozen=True)
@@ -226,145 +210,28 @@ class Suite:
 
 # --- validation -------------------------------------------------------------------------------
 
-class _Errors:
-    def __init__(self) -> None:
-        self.items: list[str] = []
-
-    def add(self, path: str, msg: str) -> None:
-        self.items.append(f"{path}: {msg}" if path else msg)
-
-
-def _check_keys(errs: _Errors, path: str, obj: Mapping[str, Any], allowed: tuple[str, ...]) -> None:
-    for k in obj:
-        if k not in allowed:
-            errs.add(f"{path}.{k}" if path else str(k),
-                     f"unknown field{did_you_mean(str(k), allowed)}; allowed: {', '.join(allowed)}")
-
-
-def _is_int(v: Any) -> bool:
-    return isinstance(v, int) and not isinstance(v, bool)
-
-
-def _is_real(v: Any) -> bool:
-    return isinstance(v, (int, float)) and not isinstance(v, bool)
-
-
-def _check_axis(errs: _Errors, path: str, axis: str, values: Any) -> list[Any] | None:
-    if not isinstance(values, list):
-        values = [values]
-    if not values:
-        errs.add(path, "empty grid; give at least one value")
-        return None
-    ok = True
-    for i, v in enumerate(values):
-        where = f"{path}[{i}]"
-        if axis == "n" and not (_is_int(v) and v >= 2):
-            errs.add(where, f"n must be an integer >= 2, got {v!r}"); ok = False
-        elif axis == "p" and not (_is_int(v) and v >= 1):
-            errs.add(where, f"p must be an integer >= 1, got {v!r}"); ok = False
-        elif axis == "epsilon" and not (_is_real(v) and math.isfinite(v) and v > 0):
-            errs.add(where, f"epsilon must be a finite number > 0, got {v!r}"); ok = False
-        elif axis == "delta" and not (_is_real(v) and 0 <= v < 1):
-            errs.add(where, f"delta must be a number in [0, 1), got {v!r}"); ok = False
-    if len(set(map(repr, values))) != len(values):
-        errs.add(path, f"duplicate values in {values!r}"); ok = False
-    if not ok:
-        return None
-    if axis in ("epsilon", "delta"):
-        return [float(v) for v in values]
-    return list(values)
-
-
-def _plugin(errs: _Errors, path: str, kind: str, name: Any) -> type | None:
-    if not isinstance(name, str):
-        errs.add(path, f"must be the name of a registered {kind[:-1]}, got {name!r}")
-        return None
-    try:
-        return registry.get(kind, name)
-    except UserInputError as exc:
-        errs.add(path, str(exc))
-        return None
-
-
-def _labelled(errs: _Errors, path: str, entries: Any, kind: str, key: str,
-              keys: tuple[str, ...]) -> list[tuple[str, str, dict[str, Any], type]]:
-    out: list[tuple[str, str, dict[str, Any], type]] = []
-    if not isinstance(entries, list) or not entries:
-        errs.add(path, f"must be a non-empty list of {kind}")
-        return out
-    labels: set[str] = set()
-    for i, entry in enumerate(entries):
-        where = f"{path}[{i}]"
-        if isinstance(entry, str):
-            entry = {key: entry}
-        if not isinstance(entry, dict):
-            errs.add(where, f"must be a mapping with '{key}', 'label' and 'params'")
-            continue
-        _check_keys(errs, where, entry, keys)
-        if key not in entry:
-            errs.add(where, f"missing field '{key}'")
-            continue
-        cls = _plugin(errs, f"{where}.{key}", kind, entry[key])
-        label = entry.get("label", entry[key])
-        if not (isinstance(label, str) and _IDENT.match(label)):
-            errs.add(f"{where}.label", f"must be an identifier (letters, digits, _ . -), got {label!r}")
-            continue
-        if label in labels:
-            errs.add(f"{where}.label", f"duplicate label {label!r}; labels must be unique")
-            continue
-        labels.add(label)
-        params = entry.get("params", {}) or {}
-        if not isinstance(params, dict):
-            errs.add(f"{where}.params", f"must be a mapping of parameter names to values, got {params!r}")
-            continue
-        if cls is not None:
-            out.append((label, entry[key], params, cls))
-    return out
-
-
-def _privacy_of(cls: type, params: Mapping[str, Any]) -> str:
-    """The privacy kind of a configured algorithm (class default if the parameters are invalid:
-    that error is reported where the parameters are validated)."""
-    try:
-        return str(cls(**params).privacy)
-    except Exception:
-        return str(cls.privacy)
-
-
-def check_privacy_kind(errs: _Errors, path: str, name: str, privacy: str,
-                       deltas: list[float]) -> None:
-    """A pure mechanism needs delta 0 and an (ε, δ) one delta > 0 at every grid point."""
-    if privacy == "pure" and any(d != 0 for d in deltas):
-        errs.add(path, f"{name} is a pure ε-DP mechanism but grid.delta is {deltas}; allowed: "
-                 "delta: [0]. Put pure and (ε, δ) mechanisms in separate experiments (they see "
-                 "the same data seeds, so comparisons stay paired)")
-    if privacy == "approx" and any(d == 0 for d in deltas):
-        errs.add(path, f"{name} is an (ε, δ)-DP mechanism but grid.delta contains 0; allowed: "
-                 "values in (0, 1)")
-
-
-def _validate_experiment(errs: _Errors, path: str, raw: Any, default_seeds: int,
+def _validate_experiment(errs: Errors, path: str, raw: Any, default_seeds: int,
                          ) -> Experiment | None:
     if not isinstance(raw, dict):
         errs.add(path, "must be a mapping with name, problems, algorithms and grid")
         return None
-    _check_keys(errs, path, raw, _EXP_KEYS)
+    check_keys(errs, path, raw, _EXP_KEYS)
     n_before = len(errs.items)
     name = raw.get("name")
-    if not (isinstance(name, str) and _IDENT.match(name)):
+    if not (isinstance(name, str) and IDENT.match(name)):
         errs.add(f"{path}.name", f"required identifier (letters, digits, _ . -), got {name!r}")
     seeds = raw.get("seeds", default_seeds)
-    if not (_is_int(seeds) and seeds >= 1):
+    if not (is_int(seeds) and seeds >= 1):
         errs.add(f"{path}.seeds", f"must be an integer >= 1, got {seeds!r}")
-    probs = _labelled(errs, f"{path}.problems", raw.get("problems"), "problems", "problem", _PROB_KEYS)
-    algos = _labelled(errs, f"{path}.algorithms", raw.get("algorithms"), "algorithms", "algorithm",
+    probs = labelled(errs, f"{path}.problems", raw.get("problems"), "problems", "problem", _PROB_KEYS)
+    algos = labelled(errs, f"{path}.algorithms", raw.get("algorithms"), "algorithms", "algorithm",
                       _ALGO_KEYS)
     grid_raw = raw.get("grid")
     grid: dict[str, list[Any]] = {}
     if not isinstance(grid_raw, dict):
         errs.add(f"{path}.grid", "required mapping of axis names to lists of values (n, p, epsilon, ...)")
         grid_raw = {}
-    kinds = {_privacy_of(cls, params) for _, _, params, cls in algos}
+    kinds = {privacy_of(cls, params) for _, _, params, cls in algos}
     for axis in ("n", "p", "epsilon"):
         if axis not in grid_raw:
             errs.add(f"{path}.grid.{axis}", "required axis is missing")
@@ -374,7 +241,7 @@ def _validate_experiment(errs: _Errors, path: str, raw: Any, default_seeds: int,
         grid_raw = {**grid_raw, "delta": [0.0]}
     for axis in CORE_AXES:
         if axis in grid_raw:
-            vals = _check_axis(errs, f"{path}.grid.{axis}", axis, grid_raw[axis])
+            vals = check_axis(errs, f"{path}.grid.{axis}", axis, grid_raw[axis])
             if vals is not None:
                 grid[axis] = vals
     routing: dict[str, str] = {}
@@ -382,7 +249,7 @@ def _validate_experiment(errs: _Errors, path: str, raw: Any, default_seeds: int,
         if axis in CORE_AXES:
             continue
         where = f"{path}.grid.{axis}"
-        if axis in RESERVED_AXES or not isinstance(axis, str) or not _IDENT.match(axis):
+        if axis in RESERVED_AXES or not isinstance(axis, str) or not IDENT.match(axis):
             errs.add(where, f"{axis!r} cannot be a grid axis (reserved or not an identifier)")
             continue
         if not isinstance(values, list):
@@ -455,7 +322,7 @@ def _validate_experiment(errs: _Errors, path: str, raw: Any, default_seeds: int,
                       tuple(algo_specs), ordered, routing, tuple(expectations))
 
 
-def _expectations(errs: _Errors, path: str, raw: Any, algorithms: list[str],
+def _expectations(errs: Errors, path: str, raw: Any, algorithms: list[str],
                   problems: list[str], grid: Mapping[str, list[Any]]) -> list[Expectation]:
     """Validate an experiment's ``expect`` list (labels, axes and ``at`` values must exist)."""
     if raw is None:
@@ -471,7 +338,7 @@ def _expectations(errs: _Errors, path: str, raw: Any, algorithms: list[str],
             errs.add(where, "must be a mapping with id, algorithm, problem, axis, slope (tolerance optional)")
             continue
         n_before = len(errs.items)
-        _check_keys(errs, where, entry, _EXPECT_KEYS)
+        check_keys(errs, where, entry, _EXPECT_KEYS)
         for key in ("id", "algorithm", "problem", "axis", "slope"):
             if key not in entry:
                 errs.add(where, f"missing field '{key}'")
@@ -489,19 +356,19 @@ def _expectations(errs: _Errors, path: str, raw: Any, algorithms: list[str],
             errs.add(f"{where}.axis", f"{axis!r} is not a swept axis of the experiment (an axis "
                      f"with at least 2 values){did_you_mean(str(axis), swept)}; allowed: "
                      f"{', '.join(swept) or '(none)'}")
-        if not (_is_real(entry["slope"]) and math.isfinite(entry["slope"])):
+        if not (is_real(entry["slope"]) and math.isfinite(entry["slope"])):
             errs.add(f"{where}.slope", f"must be a finite number, got {entry['slope']!r}")
         tol = entry.get("tolerance", DEFAULT_EXPECT_TOLERANCE)
-        if tol != CARD_TOLERANCE and not (_is_real(tol) and 0 < tol < 1):
+        if tol != CARD_TOLERANCE and not (is_real(tol) and 0 < tol < 1):
             errs.add(f"{where}.tolerance", f"must be a number in (0, 1) or {CARD_TOLERANCE!r} "
                      f"(derived from the rate card), got {tol!r}")
-        elif _is_real(tol) and tol > DEFAULT_EXPECT_TOLERANCE and not str(
+        elif is_real(tol) and tol > DEFAULT_EXPECT_TOLERANCE and not str(
                 entry.get("tolerance_reason") or "").strip():
             errs.add(f"{where}.tolerance_reason", f"a tolerance above the default "
                      f"{DEFAULT_EXPECT_TOLERANCE} needs a written reason (the report prints it); "
                      f"or use tolerance: {CARD_TOLERANCE} to derive it from the rate card")
         ltol = entry.get("level_tolerance", DEFAULT_LEVEL_TOLERANCE)
-        if not (_is_real(ltol) and ltol > 0):
+        if not (is_real(ltol) and ltol > 0):
             errs.add(f"{where}.level_tolerance", f"must be a number > 0, got {ltol!r}")
         elif ltol > DEFAULT_LEVEL_TOLERANCE and not str(entry.get("level_reason") or "").strip():
             errs.add(f"{where}.level_reason", f"a level tolerance above the default "
@@ -535,8 +402,6 @@ def _expectations(errs: _Errors, path: str, raw: Any, algorithms: list[str],
 
 def expect_variables() -> tuple[str, ...]:
     """The cube variables an ``expect:`` entry may fit (``variable:``): the float variables."""
-    from .execute import FLOAT_VARS  # local import: execute imports the plan, which imports us
-
     return FLOAT_VARS
 
 
@@ -546,26 +411,26 @@ def parse_suite(text: str, source: str = "<suite>") -> Suite:
         raw = yaml.load(text, Loader=_Loader)  # noqa: S506 (a SafeLoader subclass)
     except yaml.YAMLError as exc:
         raise SuiteError(source, [f"malformed YAML: {exc}"]) from None
-    errs = _Errors()
+    errs = Errors()
     if not isinstance(raw, dict):
         raise SuiteError(source, ["the suite must be a YAML mapping with name and experiments"])
-    _check_keys(errs, "", raw, _TOP_KEYS)
+    check_keys(errs, "", raw, _TOP_KEYS)
     name = raw.get("name")
-    if not (isinstance(name, str) and _IDENT.match(name)):
+    if not (isinstance(name, str) and IDENT.match(name)):
         errs.add("name", f"required identifier (letters, digits, _ . -), got {name!r}")
     root_seed = raw.get("root_seed", 0)
-    if not (_is_int(root_seed) and root_seed >= 0):
+    if not (is_int(root_seed) and root_seed >= 0):
         errs.add("root_seed", f"must be an integer >= 0, got {root_seed!r}")
         root_seed = 0
     seeds = raw.get("seeds", 10)
-    if not (_is_int(seeds) and seeds >= 1):
+    if not (is_int(seeds) and seeds >= 1):
         errs.add("seeds", f"must be an integer >= 1, got {seeds!r}")
         seeds = 1
     timeout = raw.get("cell_timeout_s")
-    if timeout is not None and not (_is_real(timeout) and timeout > 0):
+    if timeout is not None and not (is_real(timeout) and timeout > 0):
         errs.add("cell_timeout_s", f"must be a number of seconds > 0, got {timeout!r}")
     memory = raw.get("cell_memory_mb")
-    if memory is not None and not (_is_real(memory) and memory > 0):
+    if memory is not None and not (is_real(memory) and memory > 0):
         errs.add("cell_memory_mb", f"must be a number of megabytes > 0, got {memory!r}")
     exps_raw = raw.get("experiments")
     experiments: list[Experiment] = []
@@ -585,7 +450,6 @@ def parse_suite(text: str, source: str = "<suite>") -> Suite:
             continue
         names.add(exp.name)
         experiments.append(exp)
-    from .audit.spec import validate_audits  # local import: the audit package imports us
 
     settings, audits = validate_audits(errs, raw)
     if errs.items:

@@ -9,7 +9,7 @@ import xarray as xr
 from rich.console import Console
 from rich.table import Table
 
-from .execute import DONE, FAILED, NOT_APPLICABLE, PENDING
+from .schema import DONE, FAILED, NOT_APPLICABLE, PENDING
 from .store import Store
 
 

@@ -37,7 +37,8 @@ import numpy as np
 from . import registry
 from .algorithm import Release
 from .algorithms.nonprivate import NonPrivateERM
-from .execute import DONE, FAILED, FLOAT_VARS, NONDETERMINISTIC_VARS, TaskResult
+from .schema import DONE, FAILED, FLOAT_VARS, NONDETERMINISTIC_VARS
+from .execute import TaskResult
 from .params import Param
 from .problem import Dataset, Problem
 

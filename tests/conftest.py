@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 import xarray as xr
 
-from dpbench.execute import NONDETERMINISTIC_VARS
+from dpbench.schema import NONDETERMINISTIC_VARS
 
 TINY_SUITE = """
 name: tiny

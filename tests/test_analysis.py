@@ -18,7 +18,7 @@ import xarray as xr
 from dpbench.analysis import (collapse_check, crossovers, epsilon_convergence, fit_curve,
                               fit_rates, holm, paired_comparisons, slope_ci, verdict)
 from dpbench.errors import UserInputError
-from dpbench.execute import DONE, FAILED, NOT_APPLICABLE
+from dpbench.schema import DONE, FAILED, NOT_APPLICABLE
 from dpbench.ratecard import RateCard
 
 N_GRID = np.array([100, 200, 400, 800, 1600, 3200, 6400], dtype=float)

@@ -23,7 +23,7 @@ from dpbench.audit.stats import audit_bound, per_audit_alpha
 from dpbench.audit.store import open_audit
 from dpbench.cli import main
 from dpbench.errors import SuiteError
-from dpbench.execute import DONE, FAILED, NOT_APPLICABLE
+from dpbench.schema import DONE, FAILED, NOT_APPLICABLE
 from dpbench.store import ROOT_KEY, Store
 from dpbench.suite import parse_suite
 

@@ -24,7 +24,7 @@ import pytest
 from dpbench.audit.engine import AuditTaskResult, run_audits
 from dpbench.audit.stats import audit_bound
 from dpbench.audit.store import open_audit
-from dpbench.execute import DONE, FAILED
+from dpbench.schema import DONE, FAILED
 from dpbench.suite import parse_suite
 
 SUITE = textwrap.dedent("""

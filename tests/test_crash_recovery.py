@@ -16,7 +16,8 @@ import numpy as np
 import pytest
 
 from conftest import assert_cubes_identical, open_cube
-from dpbench.execute import DONE, TaskResult
+from dpbench.schema import DONE
+from dpbench.execute import TaskResult
 from dpbench.runner import run_suite
 from dpbench.store import Store
 from dpbench.suite import parse_suite

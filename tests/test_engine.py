@@ -3,21 +3,19 @@ not-applicable cells, resume."""
 
 from __future__ import annotations
 
-import math
 import time
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
-import xarray as xr
 
 from conftest import assert_cubes_identical, open_cube
 from dpbench import Algorithm, Param, PrivacyLedger, Release, registry
 from dpbench.cli import main
 from dpbench.deadline import checkpoint
 from dpbench.errors import StoreError
-from dpbench.execute import DONE, FAILED, NOT_APPLICABLE, PENDING
+from dpbench.schema import DONE, FAILED, NOT_APPLICABLE
 from dpbench.runner import run_suite
 from dpbench.store import Store
 from dpbench.suite import load_suite, parse_suite

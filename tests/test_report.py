@@ -18,7 +18,7 @@ import zarr
 
 from dpbench.analysis import Comparison, Crossover
 from dpbench.cli import main
-from dpbench.execute import PENDING
+from dpbench.schema import PENDING
 from dpbench.report import build_report, render_report, report_context
 from dpbench.report.build import environment
 from dpbench.runner import run_suite

@@ -13,7 +13,7 @@ import pytest
 
 from conftest import open_cube
 from dpbench import registry
-from dpbench.execute import DONE
+from dpbench.schema import DONE
 from dpbench.problems.flat_1d import Flat1D, flat_tau
 from dpbench.runner import run_suite
 from dpbench.suite import load_suite, parse_suite

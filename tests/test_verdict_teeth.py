@@ -14,7 +14,6 @@ dropped those points and still agreed.
 from __future__ import annotations
 
 import textwrap
-from pathlib import Path
 
 import numpy as np
 import pytest

@@ -12,3 +12,4 @@ __all__ = [
     "fit_curve", "fit_rates", "fits_frame", "holm", "paired_comparisons", "slope_ci",
     "sweep_axes", "verdict",
 ]
+from . import accessor as _accessor  # noqa: E402,F401  (registers ds.dpbench)

@@ -24,7 +24,7 @@ import numpy as np
 import xarray as xr
 from scipy import stats
 
-from ..execute import DONE
+from ..schema import DONE
 from .rates import cell_index
 
 

@@ -39,7 +39,7 @@ import numpy as np
 import xarray as xr
 
 from ..errors import UserInputError
-from ..execute import DONE, FAILED, NOT_APPLICABLE, PENDING
+from ..schema import DONE, FAILED, NOT_APPLICABLE, PENDING
 from ..ratecard import RateCard
 
 #: Default slope tolerance (absolute, in exponent units): the ±0.1 within which constants may bend

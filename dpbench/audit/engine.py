@@ -39,7 +39,8 @@ from threadpoolctl import threadpool_limits
 
 from ..algorithm import Algorithm
 from ..errors import NotApplicable, UserInputError
-from ..execute import DONE, FAILED, NOT_APPLICABLE, PENDING, _error_text
+from ..schema import DONE, FAILED, NOT_APPLICABLE, PENDING
+from ..execute import _error_text
 from ..plan import CELL_OVERHEAD_COST, TaskSpec, pack
 from ..problem import Problem
 from ..runner import Progress, check_connection_args, drive_tasks

@@ -18,9 +18,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..seeding import stable_hash
-from ..suite import (_IDENT, AlgorithmSpec, ProblemSpec, _check_axis, _check_keys, _Errors,
-                     _is_int, _is_real, _labelled, _privacy_of, check_privacy_kind)
 from ..errors import UserInputError
+from ..validation import (IDENT, AlgorithmSpec, Errors, ProblemSpec, check_axis, check_keys,
+                          check_privacy_kind, is_int, is_real, labelled, privacy_of)
 
 #: Default grid of dataset sizes: privacy bugs concentrate at tiny n.
 DEFAULT_N = (2, 3, 5, 10)
@@ -91,24 +91,24 @@ def _allowed_canaries() -> tuple[str, ...]:
     return tuple(CANARIES)
 
 
-def _settings(errs: _Errors, raw: Any) -> AuditSettings:
+def _settings(errs: Errors, raw: Any) -> AuditSettings:
     if raw is None:
         return AuditSettings()
     if not isinstance(raw, dict):
         errs.add("audit", f"must be a mapping with {', '.join(_SETTINGS_KEYS)}, got {raw!r}")
         return AuditSettings()
-    _check_keys(errs, "audit", raw, _SETTINGS_KEYS)
+    check_keys(errs, "audit", raw, _SETTINGS_KEYS)
     default = AuditSettings()
     alpha = raw.get("alpha", default.alpha)
-    if not (_is_real(alpha) and 0 < alpha < 1):
+    if not (is_real(alpha) and 0 < alpha < 1):
         errs.add("audit.alpha", f"must be a number in (0, 1), got {alpha!r}")
         alpha = default.alpha
     runs = raw.get("runs", default.runs)
-    if not (_is_int(runs) and runs >= 2):
+    if not (is_int(runs) and runs >= 2):
         errs.add("audit.runs", f"must be an integer >= 2, got {runs!r}")
         runs = default.runs
     batch = raw.get("batch", default.batch)
-    if not (_is_int(batch) and batch >= 2 and batch % 2 == 0):
+    if not (is_int(batch) and batch >= 2 and batch % 2 == 0):
         errs.add("audit.batch", f"must be an even integer >= 2, got {batch!r}")
         batch = default.batch
     elif "runs" in raw or "batch" in raw:
@@ -116,8 +116,8 @@ def _settings(errs: _Errors, raw: Any) -> AuditSettings:
     return AuditSettings(float(alpha), int(runs), int(batch))
 
 
-def _check_runs(errs: _Errors, path: str, runs: Any, batch: int) -> int | None:
-    if not (_is_int(runs) and runs >= 2):
+def _check_runs(errs: Errors, path: str, runs: Any, batch: int) -> int | None:
+    if not (is_int(runs) and runs >= 2):
         errs.add(path, f"must be an integer >= 2, got {runs!r}")
         return None
     if batch > runs or runs % batch:
@@ -127,7 +127,7 @@ def _check_runs(errs: _Errors, path: str, runs: Any, batch: int) -> int | None:
     return int(runs)
 
 
-def _canaries(errs: _Errors, path: str, raw: Any) -> tuple[str, ...]:
+def _canaries(errs: Errors, path: str, raw: Any) -> tuple[str, ...]:
     allowed = _allowed_canaries()
     if raw is None:
         return allowed
@@ -145,7 +145,7 @@ def _canaries(errs: _Errors, path: str, raw: Any) -> tuple[str, ...]:
     return tuple(out)
 
 
-def _grid(errs: _Errors, path: str, raw: Any, kinds: set[str]) -> dict[str, list[Any]]:
+def _grid(errs: Errors, path: str, raw: Any, kinds: set[str]) -> dict[str, list[Any]]:
     if not isinstance(raw, dict):
         errs.add(path, "required mapping of axis names (n, p, epsilon, delta) to lists of values")
         return {}
@@ -163,13 +163,13 @@ def _grid(errs: _Errors, path: str, raw: Any, kinds: set[str]) -> dict[str, list
     grid: dict[str, list[Any]] = {}
     for axis in AUDIT_AXES:
         if axis in raw:
-            vals = _check_axis(errs, f"{path}.{axis}", axis, raw[axis])
+            vals = check_axis(errs, f"{path}.{axis}", axis, raw[axis])
             if vals is not None:
                 grid[axis] = vals
     return grid
 
 
-def _resolved(errs: _Errors, path: str, entries: list[tuple[str, str, dict[str, Any], type]],
+def _resolved(errs: Errors, path: str, entries: list[tuple[str, str, dict[str, Any], type]],
               ) -> list[Any]:
     """PluginSpecs with every default filled in (parameters checked by instantiating)."""
     out = []
@@ -181,24 +181,24 @@ def _resolved(errs: _Errors, path: str, entries: list[tuple[str, str, dict[str, 
     return out
 
 
-def _validate_audit(errs: _Errors, path: str, raw: Any, settings: AuditSettings,
+def _validate_audit(errs: Errors, path: str, raw: Any, settings: AuditSettings,
                     ) -> AuditSpec | None:
     if not isinstance(raw, dict):
         errs.add(path, "must be a mapping with name, algorithms, problems, canaries and grid")
         return None
     n_before = len(errs.items)
-    _check_keys(errs, path, raw, _AUDIT_KEYS)
+    check_keys(errs, path, raw, _AUDIT_KEYS)
     name = raw.get("name")
-    if not (isinstance(name, str) and _IDENT.match(name)):
+    if not (isinstance(name, str) and IDENT.match(name)):
         errs.add(f"{path}.name", f"required identifier (letters, digits, _ . -), got {name!r}")
-    algos = _labelled(errs, f"{path}.algorithms", raw.get("algorithms"), "algorithms", "algorithm",
+    algos = labelled(errs, f"{path}.algorithms", raw.get("algorithms"), "algorithms", "algorithm",
                       _ALGO_KEYS)
-    probs = _labelled(errs, f"{path}.problems", raw.get("problems"), "problems", "problem",
+    probs = labelled(errs, f"{path}.problems", raw.get("problems"), "problems", "problem",
                       _PROB_KEYS)
-    kinds = {_privacy_of(cls, params) for _, _, params, cls in algos}
+    kinds = {privacy_of(cls, params) for _, _, params, cls in algos}
     grid = _grid(errs, f"{path}.grid", raw.get("grid"), kinds)
     for lab, nm, params, cls in algos:
-        privacy = _privacy_of(cls, params)
+        privacy = privacy_of(cls, params)
         if privacy == "none":
             errs.add(f"{path}.algorithms[{lab}]", f"{nm} is a non-private reference; there is no "
                      "privacy claim to audit (allowed: algorithms with privacy pure or approx)")
@@ -218,7 +218,7 @@ def _validate_audit(errs: _Errors, path: str, raw: Any, settings: AuditSettings,
                      canaries, {a: grid[a] for a in AUDIT_AXES}, runs, settings.batch, str(expect))
 
 
-def validate_audits(errs: _Errors, raw: Mapping[str, Any],
+def validate_audits(errs: Errors, raw: Mapping[str, Any],
                     ) -> tuple[AuditSettings | None, tuple[AuditSpec, ...]]:
     """Validate a suite's ``audit:`` and ``audits:``; errors go to ``errs`` (all of them)."""
     if "audits" not in raw:

@@ -31,7 +31,7 @@ import xarray as xr
 import zarr
 
 from ..errors import StoreError
-from ..execute import DONE, FAILED, NOT_APPLICABLE, PENDING, STATUS_NAMES
+from ..schema import DONE, FAILED, NOT_APPLICABLE, PENDING, STATUS_NAMES
 from ..store import STATUS_CHUNK_CELLS, VALUE_CHUNK_CELLS, Store, chunk_shape, package_versions
 from .spec import AuditSpec
 

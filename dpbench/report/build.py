@@ -26,7 +26,7 @@ from ..analysis import (DEFAULT_TOLERANCE, VERDICT_TEXT, CollapseCheck, Comparis
 from ..analysis.expectations import summary_line
 from ..analysis.rates import MIN_POINTS
 from ..errors import UserInputError
-from ..execute import DONE, FAILED, NOT_APPLICABLE
+from ..schema import DONE, FAILED, NOT_APPLICABLE
 from ..store import ROOT_KEY, Counts, Store
 from ..audit.report import audit_context
 from .figures import (PALETTE, Curve, RatePanel, axis_symbol, data_uri, estimate_text,

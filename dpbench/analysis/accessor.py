@@ -1,5 +1,8 @@
 """The ``ds.dpbench`` xarray accessor: analysis methods on an experiment's cube.
 
+Registered when :mod:`dpbench.analysis` is imported (``import dpbench`` alone stays light):
+
+>>> import dpbench.analysis
 >>> ds = xr.open_zarr("results/quickstart.zarr", group="lipschitz", consolidated=False)
 >>> ds.dpbench.fit_rates()           # list of RateFit
 >>> ds.dpbench.fits_frame()          # the same as a pandas DataFrame
@@ -11,7 +14,7 @@ from typing import Any
 
 import xarray as xr
 
-from . import analysis
+from .. import analysis
 
 
 @xr.register_dataset_accessor("dpbench")
