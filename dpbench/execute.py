@@ -15,7 +15,7 @@ import time
 import traceback
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -25,20 +25,10 @@ from .deadline import Killed, memory_message, run_isolated, time_limit
 from .errors import CellTimeout, NotApplicable
 from .plan import ChunkSpec, TaskSpec
 from .problem import Dataset, Optimum, Problem
-from .schema import DONE, FAILED, FLOAT_VARS, MAX_ERROR_CHARS, NOT_APPLICABLE, make_row
+from .schema import (DONE, FAILED, FLOAT_VARS, MAX_ERROR_CHARS, NOT_APPLICABLE, ChunkResult,
+                     make_row)
 from .seeding import data_identity, make_rng, mechanism_identity, stable_hash
 
-
-
-@dataclass
-class ChunkResult:
-    experiment: str
-    index: tuple[int, ...]
-    seeds: tuple[int, ...]
-    fresh: bool
-    values: dict[str, np.ndarray]
-    status: np.ndarray
-    errors: list[str] = field(default_factory=list)
 
 
 @dataclass

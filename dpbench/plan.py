@@ -23,6 +23,7 @@ import numpy as np
 
 from .algorithm import Algorithm
 from .problem import Problem
+from .schema import NotApplicableChunk
 from .suite import Experiment, Suite
 
 #: Work units (per-example gradient evaluations) a packed task aims for: a few hundred ms.
@@ -73,13 +74,6 @@ class TaskSpec:
     @property
     def n_cells(self) -> int:
         return sum(len(c.seeds) for c in self.chunks)
-
-
-@dataclass(frozen=True)
-class NotApplicableChunk:
-    experiment: str
-    index: tuple[int, ...]
-    reason: str
 
 
 def grid_points(exp: Experiment) -> Iterator[tuple[tuple[int, ...], dict[str, Any]]]:

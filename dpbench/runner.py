@@ -21,8 +21,8 @@ import numpy as np
 
 from .cluster import check_cluster_source, cluster_class, connect, load_profile
 from .errors import UserInputError
-from .schema import DONE, FAILED, FLOAT_VARS
-from .execute import ChunkResult, TaskResult, run_task
+from .schema import DONE, FAILED, FLOAT_VARS, ChunkResult
+from .execute import TaskResult, run_task
 from .plan import TaskSpec, count_cells, expand, pack
 from .store import Counts, Store, check_store_path
 from .suite import Suite

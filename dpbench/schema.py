@@ -12,8 +12,10 @@ under another version before anything is computed (docs/architecture.md, "The cu
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
+
+import numpy as np
 
 from ._version import __version__
 from .errors import StoreError
@@ -77,6 +79,30 @@ FLOAT_VARS: tuple[str, ...] = tuple(v.name for v in VARIABLES if v.dtype == "f8"
 #: Variables whose values legitimately differ between two runs of the same suite.
 NONDETERMINISTIC_VARS: tuple[str, ...] = tuple(v.name for v in VARIABLES if not v.deterministic)
 VARIABLE_NAMES: tuple[str, ...] = tuple(v.name for v in VARIABLES)
+
+
+@dataclass
+class ChunkResult:
+    """What a worker returns for one chunk (the seeds of one cube row): per float variable an
+    array over those seeds, their status codes and error texts."""
+
+    experiment: str
+    index: tuple[int, ...]
+    seeds: tuple[int, ...]
+    fresh: bool
+    values: dict[str, np.ndarray]
+    status: np.ndarray
+    errors: list[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class NotApplicableChunk:
+    """A grid point where a mechanism declares itself not applicable: its cells get
+    :data:`NOT_APPLICABLE` and the reason, without running anything."""
+
+    experiment: str
+    index: tuple[int, ...]
+    reason: str
 
 
 def make_row(**values: float) -> dict[str, float]:

@@ -42,10 +42,9 @@ from zarr.core.sync import sync as _zarr_sync
 
 from ._version import __version__
 from .errors import StoreError
-from .execute import ChunkResult
 from .schema import (DONE, FAILED, FLOAT_VARS, NONDETERMINISTIC_VARS, NOT_APPLICABLE, PENDING,
-                     SCHEMA_VERSION, STATUS_NAMES, VARIABLE_NAMES, check_version)
-from .plan import NotApplicableChunk
+                     SCHEMA_VERSION, STATUS_NAMES, VARIABLE_NAMES, ChunkResult,
+                     NotApplicableChunk, check_version)
 from .seeding import stable_hash
 from .suite import Experiment, Suite
 

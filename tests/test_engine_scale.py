@@ -9,7 +9,7 @@ import pytest
 
 from conftest import assert_cubes_identical, open_cube
 from dpbench.schema import DONE, FAILED, FLOAT_VARS, NOT_APPLICABLE, PENDING
-from dpbench.execute import ChunkResult
+from dpbench.schema import ChunkResult
 from dpbench.plan import CELL_OVERHEAD_COST, MAX_CHUNKS_PER_TASK, expand, pack
 from dpbench.runner import run_suite
 from dpbench.store import STATUS_CHUNK_CELLS, VALUE_CHUNK_CELLS, Store, chunk_shape

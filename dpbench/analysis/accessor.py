@@ -14,7 +14,7 @@ from typing import Any
 
 import xarray as xr
 
-from .. import analysis
+from . import compare, rates
 
 
 @xr.register_dataset_accessor("dpbench")
@@ -22,21 +22,21 @@ class DpbenchAccessor:
     def __init__(self, ds: xr.Dataset) -> None:
         self._ds = ds
 
-    def fit_rates(self, **kwargs: Any) -> list[analysis.RateFit]:
+    def fit_rates(self, **kwargs: Any) -> list[rates.RateFit]:
         """:func:`dpbench.analysis.fit_rates` on this cube."""
-        return analysis.fit_rates(self._ds.load(), **kwargs)
+        return rates.fit_rates(self._ds.load(), **kwargs)
 
     def fits_frame(self, **kwargs: Any) -> Any:
-        return analysis.fits_frame(self.fit_rates(**kwargs))
+        return rates.fits_frame(self.fit_rates(**kwargs))
 
-    def paired_comparisons(self, **kwargs: Any) -> list[analysis.Comparison]:
-        return analysis.paired_comparisons(self._ds.load(), **kwargs)
+    def paired_comparisons(self, **kwargs: Any) -> list[compare.Comparison]:
+        return compare.paired_comparisons(self._ds.load(), **kwargs)
 
-    def crossovers(self) -> list[analysis.Crossover]:
-        return analysis.crossovers(self._ds.load())
+    def crossovers(self) -> list[compare.Crossover]:
+        return compare.crossovers(self._ds.load())
 
-    def collapse_check(self, **kwargs: Any) -> list[analysis.CollapseCheck]:
-        return analysis.collapse_check(self._ds.load(), **kwargs)
+    def collapse_check(self, **kwargs: Any) -> list[compare.CollapseCheck]:
+        return compare.collapse_check(self._ds.load(), **kwargs)
 
-    def epsilon_convergence(self) -> list[analysis.EpsilonConvergence]:
-        return analysis.epsilon_convergence(self._ds.load())
+    def epsilon_convergence(self) -> list[compare.EpsilonConvergence]:
+        return compare.epsilon_convergence(self._ds.load())
