@@ -75,6 +75,8 @@ def _add_commands(sub: Any) -> None:
 
     ls = sub.add_parser("list", help="registered algorithms and problems")
     ls.add_argument("kind", nargs="?", choices=("algorithms", "problems"), default=None)
+    ls.add_argument("--broken", action="store_true",
+                    help="also list the deliberately broken mechanisms of the audit's zoo")
 
     s = sub.add_parser("status", help="progress of a store")
     s.add_argument("store")
@@ -193,6 +195,15 @@ def _cmd_list(args: argparse.Namespace) -> int:
             params = ", ".join(f"{k}={v.default!r}" for k, v in cls.params.items())
             t.add_row(name, cls.privacy, ", ".join(cls.requires), params, cls.citation)
         tables.append(t)
+        if args.broken:
+            b = Table(title="deliberately broken mechanisms (audit power only; docs/audit.md)")
+            for col in ("name", "claims", "the bug"):
+                b.add_column(col)
+            regular = registry.available("algorithms")
+            for name, cls in sorted(registry.available("algorithms", include_broken=True).items()):
+                if name not in regular:
+                    b.add_row(name, cls.privacy, str(getattr(cls, "broken", "")))
+            tables.append(b)
     if args.kind in (None, "problems"):
         t = Table(title="problems")
         for col in ("name", "L", "Delta", "beta", "diameter", "population", "parameters", "citation"):
@@ -324,7 +335,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print("dpbench: interrupted; run the same command again to resume", file=sys.stderr)
         return 130
     except Exception as exc:
-        from .runner import SchedulerLost
+        from .errors import SchedulerLost
 
         if not isinstance(exc, SchedulerLost):
             raise

@@ -1,7 +1,14 @@
-"""Exception types.
+"""Exception types: one hierarchy, rooted at :class:`DpbenchError`.
 
-Every error caused by what a user wrote (a suite, a parameter, a store path) derives from
-:class:`UserInputError`; the CLI turns those into a clear message and exit code 2.
+- :class:`UserInputError` (also a ``ValueError``): what a user wrote is wrong (a suite, a
+  parameter, a store path, a cluster profile); the message names the field and the allowed
+  values, and the CLI turns it into exit code 2 before anything is created.
+  Subclasses: :class:`SuiteError`, :class:`StoreError`, ``dpbench.cluster.ProfileError``.
+- :class:`PluginError` (also a ``TypeError``): a plugin breaks its contract (wrong base class,
+  invalid declaration).
+- :class:`SchedulerLost` (also a ``RuntimeError``): the dask scheduler went away mid-run.
+- Cell outcomes, raised inside a cell and recorded in the cube rather than propagated:
+  :class:`NotApplicable` (status "not applicable") and :class:`CellTimeout` (status "failed").
 """
 
 from __future__ import annotations
@@ -10,7 +17,11 @@ import difflib
 from collections.abc import Iterable
 
 
-class UserInputError(ValueError):
+class DpbenchError(Exception):
+    """Root of every error dpbench raises on purpose."""
+
+
+class UserInputError(DpbenchError, ValueError):
     """Bad input from the user: the message names the field and the allowed values."""
 
 
@@ -28,11 +39,19 @@ class StoreError(UserInputError):
     """The store path holds something else, or a store that does not match the suite."""
 
 
-class NotApplicable(Exception):
+class PluginError(DpbenchError, TypeError):
+    """A plugin class breaks the plugin contract (e.g. is not a subclass of the right base)."""
+
+
+class SchedulerLost(DpbenchError, RuntimeError):
+    """The connection to the dask scheduler was lost mid-run; every written cell is kept."""
+
+
+class NotApplicable(DpbenchError):
     """Raised when an algorithm cannot run on a problem (recorded as status 3, not as a failure)."""
 
 
-class CellTimeout(Exception):
+class CellTimeout(DpbenchError):
     """A cell exceeded its per-cell time limit (recorded as a failure)."""
 
 

@@ -1,6 +1,11 @@
 """Plugin registry: in-tree plugins plus the entry-point groups ``dpbench.algorithms`` and
 ``dpbench.problems``.
 
+A third group, ``dpbench.broken_algorithms``, holds mechanisms that are wrong on purpose (the
+audit's broken zoo, declared in dpbench's own ``pyproject.toml``; docs/audit.md). They resolve by
+name like any algorithm, so an audit suite can name them, but :func:`available` and
+``dpbench list`` leave them out unless asked (``include_broken=True``, ``dpbench list --broken``).
+
 A third-party plugin registers a class under one of the groups in its ``pyproject.toml``::
 
     [project.entry-points."dpbench.algorithms"]
@@ -19,10 +24,11 @@ from importlib.metadata import entry_points
 from typing import Any
 
 from .algorithm import Algorithm
-from .errors import UserInputError, did_you_mean
+from .errors import PluginError, UserInputError, did_you_mean
 from .problem import Problem
 
-GROUPS = {"algorithms": "dpbench.algorithms", "problems": "dpbench.problems"}
+GROUPS = {"algorithms": "dpbench.algorithms", "problems": "dpbench.problems",
+          "broken": "dpbench.broken_algorithms"}
 
 _BUILTIN: dict[str, dict[str, str]] = {
     "algorithms": {
@@ -39,13 +45,6 @@ _BUILTIN: dict[str, dict[str, str]] = {
         "high_prob_approx": "dpbench.algorithms.high_prob:HighProbApprox",
         "localize": "dpbench.algorithms.localize:Localize",
         "localize_gaussian": "dpbench.algorithms.localize:LocalizeGaussian",
-        # The broken zoo (dpbench.audit.zoo): DELIBERATELY WRONG mechanisms, for audit power only.
-        "broken_noise_halved": "dpbench.audit.zoo:BrokenNoiseHalved",
-        "broken_one_sided_sensitivity": "dpbench.audit.zoo:BrokenOneSidedSensitivity",
-        "broken_add_remove_accounting": "dpbench.audit.zoo:BrokenAddRemoveAccounting",
-        "broken_warm_start_sampler": "dpbench.audit.zoo:BrokenWarmStartSampler",
-        "broken_no_clipping": "dpbench.audit.zoo:BrokenNoClipping",
-        "broken_data_dependent_step": "dpbench.audit.zoo:BrokenDataDependentStep",
         "rem": "dpbench.algorithms.rem:REM",
         "gibbs": "dpbench.algorithms.gibbs:Gibbs",
         "rashomon": "dpbench.algorithms.rashomon:Rashomon",
@@ -70,7 +69,8 @@ _BUILTIN: dict[str, dict[str, str]] = {
     },
 }
 
-_BASES: dict[str, type] = {"algorithms": Algorithm, "problems": Problem}
+_BUILTIN["broken"] = {}  # dpbench's own broken mechanisms come in through the entry-point group
+_BASES: dict[str, type] = {"algorithms": Algorithm, "problems": Problem, "broken": Algorithm}
 _cache: dict[str, dict[str, type]] = {}
 
 
@@ -117,20 +117,27 @@ def _discover(kind: str) -> dict[str, type]:
     return found
 
 
-def available(kind: str, refresh: bool = False) -> dict[str, type]:
-    """All registered plugins of ``kind`` ("algorithms" or "problems"), by name."""
-    if kind not in _BASES:
+def available(kind: str, refresh: bool = False, include_broken: bool = False
+              ) -> dict[str, type]:
+    """All registered plugins of ``kind`` ("algorithms" or "problems"), by name; the deliberately
+    broken mechanisms only with ``include_broken`` (they are never shadowed by, nor shadow, a
+    regular algorithm of the same name: regular plugins win)."""
+    if kind not in ("algorithms", "problems"):
         raise ValueError(f"kind must be 'algorithms' or 'problems', got {kind!r}")
     if refresh or kind not in _cache:
         _cache[kind] = _discover(kind)
-    return _cache[kind]
+    if not (include_broken and kind == "algorithms"):
+        return _cache[kind]
+    if refresh or "broken" not in _cache:
+        _cache["broken"] = _discover("broken")
+    return {**_cache["broken"], **_cache[kind]}
 
 
 def register(kind: str, cls: type, name: str | None = None) -> type:
     """Register a plugin class at run time (tests, notebooks). Returns the class."""
     base = _BASES[kind]
     if not (isinstance(cls, type) and issubclass(cls, base)):
-        raise TypeError(f"{cls!r} is not a subclass of dpbench.{base.__name__}")
+        raise PluginError(f"{cls!r} is not a subclass of dpbench.{base.__name__}")
     available(kind)[name or cls.name] = cls
     return cls
 
@@ -138,12 +145,16 @@ def register(kind: str, cls: type, name: str | None = None) -> type:
 def get(kind: str, name: str) -> type:
     """The plugin class called ``name``; a clear error suggesting the closest name otherwise."""
     plugins = available(kind)
-    if name not in plugins:
-        singular = kind[:-1]
-        raise UserInputError(
-            f"unknown {singular} {name!r}{did_you_mean(name, plugins)}; "
-            f"registered: {', '.join(sorted(plugins))}")
-    return plugins[name]
+    if name in plugins:
+        return plugins[name]
+    if kind == "algorithms":
+        broken = available(kind, include_broken=True)
+        if name in broken:
+            return broken[name]
+    singular = kind[:-1]
+    raise UserInputError(
+        f"unknown {singular} {name!r}{did_you_mean(name, plugins)}; "
+        f"registered: {', '.join(sorted(plugins))}")
 
 
 def get_algorithm(name: str) -> type[Algorithm]:

@@ -20,16 +20,12 @@ from typing import Any
 import numpy as np
 
 from .cluster import check_cluster_source, cluster_class, connect, load_profile
-from .errors import UserInputError
+from .errors import SchedulerLost, UserInputError
 from .schema import DONE, FAILED, FLOAT_VARS, ChunkResult
 from .execute import TaskResult, run_task
 from .plan import TaskSpec, count_cells, expand, pack
 from .store import Counts, Store, check_store_path
 from .suite import Suite
-
-
-class SchedulerLost(RuntimeError):
-    """The connection to the dask scheduler was lost mid-run; every written cell is kept."""
 
 
 @dataclass

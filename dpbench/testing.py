@@ -53,6 +53,9 @@ __all__ = [
     "check_picklable", "check_no_global_rng", "check_release_and_ledger",
     "check_empirical_privacy", "check_epsilon_limit", "check_rate_smoke",
     "KinkActivity", "kink_activity", "check_nonsmooth_active",
+    "PROBLEM_CHECKS", "check_problem", "check_problem_declarations", "check_problem_data",
+    "check_problem_lipschitz", "check_problem_convexity", "check_problem_optimum",
+    "check_problem_kernel", "check_problem_nonsmooth",
 ]
 
 _EPS = 1.0
@@ -705,3 +708,158 @@ def check_nonsmooth_active(problem: Problem | type[Problem], *, n: int = 100,
         f"chords through theta* and random interior points (need >= {min_fraction:.0%}): the loss "
         "is smooth (e.g. linear) on the interior of C for its data law, so results labelled "
         "non-smooth measure a smooth problem; enlarge C or move the data so the kinks bind")
+
+
+# --- the problem harness -----------------------------------------------------------------------
+
+def _problem_points(problem: Problem, p: int, data: Dataset, k: int, tag: str) -> np.ndarray:
+    """k data-independent points of C (uniform where C can sample, else projected Gaussians),
+    from a generator seeded by the problem, p and ``tag``."""
+    from .seeding import make_rng
+
+    rng = make_rng({"check": tag, "problem": problem.name, "params": problem.get_params(),
+                    "n": data.n, "p": p}, 0)
+    C = problem.constraint
+    c = np.asarray(C.center(p), dtype=float)
+    D = float(C.diameter)
+    sample = getattr(C, "sample_uniform", None)
+    out = []
+    for _ in range(k):
+        if sample is not None:
+            out.append(np.asarray(sample(p, rng), dtype=float))
+        else:
+            out.append(np.asarray(C.project(c + rng.standard_normal(p) * D), dtype=float))
+    return np.array(out)
+
+
+def check_problem_declarations(problem: Problem, n: int = 40, p: int | None = None,
+                               seed: int = 0) -> None:
+    """Name, version and citation are declared; the public constants are consistent:
+    L > 0 finite, 0 ≤ Δ ≤ β (β may be ∞), 0 < diameter < ∞; the parameters round-trip."""
+    for attr in ("name", "citation"):
+        assert isinstance(getattr(problem, attr, None), str) and getattr(problem, attr), (
+            f"{problem!r} must declare a non-empty {attr!r}")
+    assert isinstance(problem.version, str) and problem.version, (
+        f"{problem.name}: version must be a non-empty string, got {problem.version!r}")
+    L, m, beta = float(problem.lipschitz), float(problem.strong_convexity), float(problem.smoothness)
+    D = float(problem.constraint.diameter)
+    assert math.isfinite(L) and L > 0, f"{problem.name}: Lipschitz constant {L!r} must be finite > 0"
+    assert 0 <= m <= beta, f"{problem.name}: need 0 <= strong convexity {m!r} <= smoothness {beta!r}"
+    assert math.isfinite(D) and D > 0, f"{problem.name}: diameter {D!r} must be finite > 0"
+    again = type(problem)(**problem.get_params())
+    assert again.get_params() == problem.get_params(), (
+        f"{problem.name}: parameters do not round-trip through the constructor")
+
+
+def check_problem_data(problem: Problem, n: int = 40, p: int | None = None, seed: int = 0) -> None:
+    """The generator honours (n, p) and is a deterministic function of its data stream."""
+    p, data = _check_dimension(problem, n, p, seed)
+    again = _data(problem, n, p, seed)
+    assert data.n == n and data.p == p, (
+        f"{problem.name}: asked for (n, p) = ({n}, {p}), got ({data.n}, {data.p})")
+    assert np.array_equal(data.X, again.X) and (
+        data.y is None or np.array_equal(data.y, again.y)), (
+        f"{problem.name}: the same data stream gave different datasets")
+
+
+def check_problem_lipschitz(problem: Problem, n: int = 40, p: int | None = None,
+                            seed: int = 0) -> None:
+    """Every example's gradient has norm ≤ L at data-independent points of C and at θ*."""
+    p, data = _check_dimension(problem, n, p, seed)
+    L = float(problem.lipschitz)
+    thetas = [*_problem_points(problem, p, data, 16, "lipschitz"),
+              np.asarray(problem.solve(data).theta, dtype=float)]
+    for theta in thetas:
+        norms = np.linalg.norm(np.atleast_2d(problem.grad(theta, data)), axis=1)
+        worst = float(norms.max())
+        assert worst <= L * (1 + 1e-9) + 1e-12, (
+            f"{problem.name}: a per-example gradient has norm {worst:.6g} > L = {L:.6g} at "
+            f"theta = {np.round(theta, 4).tolist()}")
+
+
+def check_problem_convexity(problem: Problem, n: int = 40, p: int | None = None,
+                            seed: int = 0) -> None:
+    """ℓ(v) ≥ ℓ(u) + ⟨∇ℓ(u), v − u⟩ + (Δ/2)‖v − u‖² for every example and pairs of points of C,
+    and, when β is finite, ‖∇ℓ(u) − ∇ℓ(v)‖ ≤ β‖u − v‖ (both to a relative 1e-8)."""
+    p, data = _check_dimension(problem, n, p, seed)
+    m, beta = float(problem.strong_convexity), float(problem.smoothness)
+    pts = _problem_points(problem, p, data, 12, "convexity")
+    for u, v in zip(pts[:-1], pts[1:]):
+        lu, lv = np.asarray(problem.loss(u, data)), np.asarray(problem.loss(v, data))
+        gu, gv = np.atleast_2d(problem.grad(u, data)), np.atleast_2d(problem.grad(v, data))
+        d = v - u
+        dist2 = float(d @ d)
+        lower = lu + gu @ d + 0.5 * m * dist2
+        tol = 1e-8 * (1 + np.abs(lv) + np.abs(lu))
+        bad = np.flatnonzero(lv < lower - tol)
+        assert bad.size == 0, (
+            f"{problem.name}: example {int(bad[0])} violates the (strong) convexity inequality "
+            f"with Δ = {m:g}: ℓ(v) = {lv[bad[0]]:.8g} < {lower[bad[0]]:.8g}")
+        if math.isfinite(beta):
+            jump = float(np.linalg.norm(gu - gv, axis=1).max())
+            assert jump <= beta * math.sqrt(dist2) * (1 + 1e-8) + 1e-12, (
+                f"{problem.name}: gradients move by {jump:.6g} over a distance "
+                f"{math.sqrt(dist2):.6g}, more than the declared smoothness β = {beta:g} allows")
+
+
+def check_problem_optimum(problem: Problem, n: int = 40, p: int | None = None,
+                          seed: int = 0) -> None:
+    """The certified optimum lies in C, its gap is ≥ 0, and no point of C beats it by more."""
+    p, data = _check_dimension(problem, n, p, seed)
+    opt = problem.solve(data)
+    theta = np.asarray(opt.theta, dtype=float)
+    assert theta.shape == (p,), f"{problem.name}: optimum has shape {theta.shape}, expected ({p},)"
+    assert bool(problem.constraint.contains(theta, tol=1e-9)), (
+        f"{problem.name}: the certified optimum lies outside C")
+    assert opt.gap >= 0 and math.isfinite(opt.gap), f"{problem.name}: gap {opt.gap!r} must be >= 0"
+    value = problem.risk(theta, data)
+    assert abs(value - opt.value) <= 1e-9 * max(1.0, abs(value)), (
+        f"{problem.name}: Optimum.value {opt.value!r} is not the risk of its theta ({value!r})")
+    for u in _problem_points(problem, p, data, 32, "optimum"):
+        r = problem.risk(u, data)
+        assert r >= value - opt.gap - 1e-9 * max(1.0, abs(value)), (
+            f"{problem.name}: a point of C has risk {r:.10g} below the certified optimum "
+            f"{value:.10g} − gap {opt.gap:.3g}")
+
+
+def check_problem_kernel(problem: Problem, n: int = 40, p: int | None = None,
+                         seed: int = 0) -> None:
+    """A problem with a compiled kernel reproduces its own loss and gradient with it."""
+    from .kernels import check_kernel, resolve_kernel
+
+    if resolve_kernel(problem) is None:
+        return
+    p, data = _check_dimension(problem, n, p, seed)
+    check_kernel(problem, data, _problem_points(problem, p, data, 4, "kernel"))
+
+
+def check_problem_nonsmooth(problem: Problem, n: int = 40, p: int | None = None,
+                            seed: int = 0) -> None:
+    """:func:`check_nonsmooth_active` with n = 100 (a declared β = ∞ is active inside C)."""
+    check_nonsmooth_active(problem, p=p, seed=seed)
+
+
+PROBLEM_CHECKS: tuple[Callable[..., None], ...] = (
+    check_problem_declarations, check_problem_data, check_problem_lipschitz,
+    check_problem_convexity, check_problem_optimum, check_problem_kernel,
+    check_problem_nonsmooth,
+)
+
+
+def check_problem(problem: Problem | type[Problem], *, n: int = 40, p: int | None = None,
+                  seed: int = 0, skip: Iterable[str] = ()) -> None:
+    """Run every check of :data:`PROBLEM_CHECKS` (except those in ``skip``) on the problem, in
+    dimension p (default: 3, or 1 when its law refuses 3) on n rows of data seed ``seed``; raise
+    the first ``AssertionError``, prefixed with the check's name."""
+    problem = _as_problem(problem)
+    skip = set(skip)
+    unknown = skip - {c.__name__ for c in PROBLEM_CHECKS}
+    if unknown:
+        raise UserInputError(f"check_problem: unknown checks in skip: {sorted(unknown)}")
+    for check in PROBLEM_CHECKS:
+        if check.__name__ in skip:
+            continue
+        try:
+            check(problem, n=n, p=p, seed=seed)
+        except AssertionError as exc:
+            raise AssertionError(f"{check.__name__} failed: {exc}") from exc

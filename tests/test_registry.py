@@ -72,3 +72,18 @@ def test_cli_list_survives_a_broken_plugin(tmp_path: Path, monkeypatch: pytest.M
     finally:
         monkeypatch.undo()
         registry._cache.clear()
+
+
+def test_broken_zoo_is_hidden_unless_asked(capsys: pytest.CaptureFixture[str]) -> None:
+    from dpbench.cli import main
+
+    regular = registry.available("algorithms")
+    everything = registry.available("algorithms", include_broken=True)
+    broken = sorted(set(everything) - set(regular))
+    assert broken and all(name.startswith("broken_") for name in broken)
+    assert registry.get_algorithm(broken[0]) is everything[broken[0]]  # audit suites can name it
+    assert main(["list", "algorithms"]) == 0
+    assert "broken_" not in capsys.readouterr().out
+    assert main(["list", "algorithms", "--broken"]) == 0
+    out = capsys.readouterr().out
+    assert all(name in out for name in broken) and "deliberately broken" in out
