@@ -1,10 +1,11 @@
-"""Closed-form "oracle curves" of BST14 spec §4.7 (O1–O7), the HUB-1D predictions and r₀.
+"""Closed-form "oracle curves" O1–O7 for BST14's mechanisms, the HUB-1D predictions and r₀.
 
 Every curve is on BST14's **sum** scale (the excess of Σᵢ ℓ(θ; dᵢ)); pass ``average=True`` to get
 the per-example scale (divided by n, which those functions then take as an argument). Each
 docstring says whether the value is **exact** (a theorem about the stated instance) or a
-**heuristic** (a validated approximation, spec §8) and cites its spec line. Notation: k = ε/(2L‖C‖)
-is the ExpMech temperature, z = σ/(2nL) the NoisySGD noise multiplier, ‖C‖ the diameter.
+**heuristic** (an approximation confirmed by our reference runs); the table of all curves and the
+reference values is docs/bst14.md, "Oracle curves and reference runs". Notation: k = ε/(2L‖C‖) is
+the ExpMech temperature, z = σ/(2nL) the NoisySGD noise multiplier, ‖C‖ the diameter.
 """
 
 from __future__ import annotations
@@ -34,10 +35,11 @@ def expmech_lblin(M: float, p: int, epsilon: float, R: float = 1.0, L: float = 1
                   n: float | None = None, average: bool = False) -> float:
     """O1 (exact): E[excess] of ExpMech on LB-Lin, R·M·[1 − I_{p/2+1}(kRM)/I_{p/2}(kRM)].
 
-    Spec §4.7 O1 (validated §8.4): ball of radius R (‖C‖ = 2R), M = ‖Σdᵢ‖, k = ε/(2L·2R). The θ₁
-    marginal of the density ∝ e^{kM⟨θ, s/M⟩} on the ball is ∝ e^{κx}(1 − x²)^{(p−1)/2}, whose mean
-    is the Bessel ratio. Limits: → R·M when kRM ≪ p; → (p + 1)L‖C‖/ε when kRM ≫ p. Monotone in M.
-    Uses exponentially scaled Bessel functions (``scipy.special.ive``), stable for large kRM.
+    Ball of radius R (‖C‖ = 2R), M = ‖Σdᵢ‖, k = ε/(2L·2R) (validated against exact draws, O1 in
+    docs/bst14.md). The θ₁ marginal of the density ∝ e^{kM⟨θ, s/M⟩} on the ball is
+    ∝ e^{κx}(1 − x²)^{(p−1)/2}, whose mean is the Bessel ratio. Limits: → R·M when kRM ≪ p;
+    → (p + 1)L‖C‖/ε when kRM ≫ p. Monotone in M. Uses exponentially scaled Bessel functions
+    (``scipy.special.ive``), stable for large kRM.
     """
     k = epsilon / (2.0 * L * 2.0 * R)
     x = k * R * float(M)
@@ -51,8 +53,8 @@ def noisy_sgd_lblin(M: float, p: int, z: float, R: float = 1.0, L: float = 1.0, 
                     n: float | None = None, average: bool = False) -> float:
     """O2 (heuristic, OU-process argument): NoisySGD-Lip on LB-Lin, min(R·M, R·L·z·√p).
 
-    Spec §4.7 O2 (validated §8.2: 28.8 predicted at p = 10, z = 9.1, R = L = 1): flat in n once
-    M ≫ the noise; R·M is the cap.
+    Reference run (O2 in docs/bst14.md): 28.8 predicted at p = 10, z = 9.1, R = L = 1; flat in n
+    once M ≫ the noise; R·M is the cap.
     """
     return _scale(min(R * M, R * L * z * math.sqrt(p)), n, average)
 
@@ -62,9 +64,9 @@ def noisy_sgd_quadratic(n: float, p: int, z: float, L: float, Delta: float, v: f
     """O3 (heuristic, late-phase projection inactive): NoisySGD-SC on (Δ/2)‖θ − d‖²,
     Δv/(2n) + 2pL²z²/(nΔ), with v = (1/n)Σ‖dᵢ − q‖².
 
-    Spec §4.7 O3 (validated §8.2: 16.6 at n = 400, p = 10, L = 2, z = 9.1): the iterate after T = n²
-    steps is the running mean of the sampled rows minus Σb/(nΔT), whose sum-scale excess is
-    (nΔ/2)·E‖θ_T − q‖².
+    Reference run (O3 in docs/bst14.md): 16.6 at n = 400, p = 10, L = 2, z = 9.1. The iterate
+    after T = n² steps is the running mean of the sampled rows minus Σb/(nΔT), whose sum-scale
+    excess is (nΔ/2)·E‖θ_T − q‖².
     """
     return _scale(Delta * v / (2.0 * n) + 2.0 * p * L**2 * z**2 / (n * Delta), n, average)
 
@@ -75,7 +77,8 @@ def outpert_smooth_quadratic(n: float, p: int, L: float, Delta: float, epsilon: 
     Δ-strongly convex loss, (nβ/2)·E‖b‖² = 2βL²p(p + 1)/(nΔ²ε²); β = Δ (default) gives the
     quadratic's 2p(p + 1)L²/(nΔε²).
 
-    Spec §4.7 O4 and §2.6 (R9s): b is Gamma-norm noise of scale 2L/(nΔε), E‖b‖² = p(p + 1)s².
+    O4 and R9s (docs/bst14.md, "Derived constants"): b is Gamma-norm noise of scale 2L/(nΔε),
+    E‖b‖² = p(p + 1)s².
     """
     beta = Delta if beta is None else beta
     return _scale(2.0 * beta * L**2 * p * (p + 1) / (n * Delta**2 * epsilon**2), n, average)
@@ -85,21 +88,22 @@ def outpert_kink(p: int, L: float, Delta: float, epsilon: float, *, n: float | N
                  average: bool = False) -> float:
     """O5 (first-order term; heuristic): OutPert on KINK-SC, n·E‖b‖ = 2pL/(Δε), flat in n.
 
-    Spec §4.7 O5 (validated §8.3: 30 at p = 5, L = 3, Δ = 1, ε = 1; measured 30.2 at n = 10⁴). The
-    exact excess of d₀ + b is n(‖b‖ + Δ‖b‖²/2) before projection; the quadratic part adds
-    2p(p + 1)L²/(nΔε²), which vanishes as n grows.
+    Reference run (O5 in docs/bst14.md): 30 at p = 5, L = 3, Δ = 1, ε = 1; measured 30.2 at
+    n = 10⁴. The exact excess of d₀ + b is n(‖b‖ + Δ‖b‖²/2) before projection; the quadratic part
+    adds 2p(p + 1)L²/(nΔε²), which vanishes as n grows.
     """
     return _scale(2.0 * p * L / (Delta * epsilon), n, average)
 
 
 def localize_radius(n: int, p: int, L: float, Delta: float, epsilon: float,
                     rule: Literal["quantile", "paper"] = "quantile") -> float:
-    """r₀ of Localize (BST14 Algorithm 4, spec §2.7): data-independent radius of C₀ = C ∩ B(θ₀, r₀).
+    """r₀ of Localize (BST14 Algorithm 4): data-independent radius of C₀ = C ∩ B(θ₀, r₀).
 
     OutPert at ε/2 draws ‖b‖ ~ Gamma(p, scale 4L/(Δεn)).
 
-    * ``"quantile"`` [derived, spec §2.7 practical note]: r₀ = Gamma.ppf(1 − n⁻³; p, 4L/(Δεn)), so
-      P(‖b‖ > r₀) = n⁻³ exactly (computed with the survival function, accurate for tiny n⁻³);
+    * ``"quantile"`` [derived, docs/bst14.md "Derived constants"]: r₀ = Gamma.ppf(1 − n⁻³; p,
+      4L/(Δεn)), so P(‖b‖ > r₀) = n⁻³ exactly (computed with the survival function, accurate for
+      tiny n⁻³);
     * ``"paper"``: r₀ = 3·log n·4Lp/(Δεn) = 12·L·p·log n/(Δεn) (Lemma 4.2 with ζ = 3 log n).
     """
     scale = 4.0 * L / (Delta * epsilon * n)
@@ -114,10 +118,10 @@ def localize_kink(n: int, p: int, L: float, Delta: float, epsilon: float,
                   r0: float | None = None, *, average: bool = False) -> float:
     """O6 (heuristic): Localize (OutPert + ExpMech on C₀) on KINK-SC, p/k′ = 8·p·L·r₀/ε.
 
-    Spec §4.7 O6 (validated §8.3: 5.65 at n = 10⁴, p = 5, L = 3, Δ = ε = 1 with the quantile r₀).
-    The inner ExpMech runs at ε/2 with diameter 2r₀, so k′ = ε/(8Lr₀); with all rows at d₀ the
-    radius law is ∝ r^{p−1}e^{−k′n(r + Δr²/2)}, whose sum-scale excess E[n·r] ≈ p/k′ when the
-    quadratic term and the truncation to C₀ are negligible. ``r0`` defaults to
+    Reference run (O6 in docs/bst14.md): 5.65 at n = 10⁴, p = 5, L = 3, Δ = ε = 1 with the
+    quantile r₀. The inner ExpMech runs at ε/2 with diameter 2r₀, so k′ = ε/(8Lr₀); with all rows
+    at d₀ the radius law is ∝ r^{p−1}e^{−k′n(r + Δr²/2)}, whose sum-scale excess E[n·r] ≈ p/k′
+    when the quadratic term and the truncation to C₀ are negligible. ``r0`` defaults to
     :func:`localize_radius` (quantile rule). ∝ p²·log n/(nΔε²).
     """
     r0 = localize_radius(n, p, L, Delta, epsilon) if r0 is None else r0
@@ -128,24 +132,24 @@ def expmech_quadratic(p: int, L: float, D: float, epsilon: float, *, n: float | 
                       average: bool = False) -> float:
     """O7 (heuristic): plain ExpMech on a strongly convex quadratic, p/(2k) = p·L·‖C‖/ε, flat in n.
 
-    Spec §4.7 O7: the density is a Gaussian of sum-scale curvature kΔn; its excess (nΔ/2)‖θ − θ*‖²
-    has mean p/(2k) while the Gaussian fits inside C. ``D`` is the diameter ‖C‖.
+    O7 in docs/bst14.md: the density is a Gaussian of sum-scale curvature kΔn; its excess
+    (nΔ/2)‖θ − θ*‖² has mean p/(2k) while the Gaussian fits inside C. ``D`` is the diameter ‖C‖.
     """
     return _scale(p * L * D / epsilon, n, average)
 
 
 def huber_objpert_fixed_h(n: float, h: float, *, average: bool = False) -> float:
-    """R11 (heuristic, spec §6.1 and §4.6): Huberized ObjPert on HUB-1D D1, ≈ n·min(1, h)/9.
+    """R11 (heuristic; docs/bst14.md, R11): Huberized ObjPert on HUB-1D D1, ≈ n·min(1, h)/9.
 
-    The Huberized minimiser is −1 + h/3 on D1 (erratum §7.3 item 4: θ* = −1), whose sum-scale
-    excess is (n/3)·(h/3) = n·h/9 (validated §8.5: 159.6 at n = 14400, h = 0.1).
+    The Huberized minimiser is −1 + h/3 on D1 (docs/bst14.md Errata 4: θ* = −1), whose sum-scale
+    excess is (n/3)·(h/3) = n·h/9 (reference run: 159.6 at n = 14400, h = 0.1).
     Lemma A.2: Ω(n·min{1, h}).
     """
     return _scale(n * min(1.0, h) / 9.0, n, average)
 
 
 def huber_objpert_d2(n: float, h: float, *, average: bool = False) -> float:
-    """Heuristic (spec §4.6, §8.5): Huberized ObjPert on HUB-1D D2, ≈ min(1/(16h), n).
+    """Heuristic (docs/bst14.md, oracle table): Huberized ObjPert on HUB-1D D2, ≈ min(1/(16h), n).
 
     The slope on [−1 + h, 1 − h] is max{−1/(16h), −n} and the regulariser holds θ_priv below ε < 1,
     so the excess is about that slope times a distance of order 1
@@ -155,8 +159,8 @@ def huber_objpert_d2(n: float, h: float, *, average: bool = False) -> float:
 
 
 def huber_objpert_best_h(n: float, *, average: bool = False) -> float:
-    """R11′ (heuristic, spec §6.1, §8.5): the best h ≈ 1/√n of max(D1, D2) gives ≈ √n/9.
+    """R11′ (heuristic; docs/bst14.md, R11′): the best h ≈ 1/√n of max(D1, D2) gives ≈ √n/9.
 
-    Thm A.1: Ω(√n); validated 3.5, 7.0, 13.6 at n = 900, 3600, 14400.
+    Thm A.1: Ω(√n); reference run 3.5, 7.0, 13.6 at n = 900, 3600, 14400.
     """
     return _scale(math.sqrt(n) / 9.0, n, average)

@@ -2,7 +2,8 @@
 
 Bassily, Smith and Thakurta, "Private Empirical Risk Minimization: Efficient Algorithms and Tight
 Error Bounds" (FOCS 2014; arXiv:1405.7085), Algorithm 2, Thm 3.1 (privacy), Thm 3.2 (utility).
-Spec: ``shared/spec/bst14.md`` §2.2, §2.5, §4.7 (O1, O7), §6.2 (E1–E3, E12), §7.3 item 1, §8.4.
+Errata 1, the oracles O1/O7, the MCMC samplers and the cap thresholds are in docs/bst14.md
+("Errata", "Oracle curves and reference runs", "Derived constants", "Where the cap binds").
 """
 
 from __future__ import annotations
@@ -22,14 +23,14 @@ from ..samplers.mcmc import default_steps
 
 
 def expmech_temperature(epsilon: float, L: float, diameter: float) -> float:
-    """k = ε/(2L‖C‖) with ‖C‖ the diameter (BST14 Algorithm 2, spec §2.2)."""
+    """k = ε/(2L‖C‖) with ‖C‖ the diameter (BST14 Algorithm 2)."""
     return epsilon / (2.0 * L * diameter)
 
 
 class ExpMech(Algorithm):
     """Sample θ ∝ exp(−k·𝓛(θ; D)) on C with k = ε/(2L‖C‖), 𝓛 the sum loss (BST14 Algorithm 2).
 
-    Privacy (Thm 3.1; spec §2.2 and erratum §7.3 item 1): the proof of Thm 3.1 uses
+    Privacy (Thm 3.1; docs/bst14.md Errata 1): the proof of Thm 3.1 uses
     exp(−ε(…)/(L‖C‖)) and a sensitivity of L‖C‖, which does not match Algorithm 2's constant, but
     Algorithm 2 *as stated* is ε-DP by the oscillation argument: for neighbours D, D′ the density
     ratio is E_{u∼π_D}[exp(k(g(u) − g(θ)))] with g = ℓ(·; d) − ℓ(·; d′), whose oscillation over C is
@@ -38,12 +39,13 @@ class ExpMech(Algorithm):
     Samplers (``sampler``): ``"exact"`` uses the problem's exact
     :meth:`~dpbench.problem.Problem.expmech_sampler` (cell not applicable without one) and is
     certified ε-DP; ``"rwm"`` / ``"mala"`` run a finite Metropolis chain from the data-independent
-    centre of C (spec §2.5), which only approximates π_D: the run is **nominal ε-DP** (at best
-    (ε, (1 + e^ε)·TV)-DP with an unknown TV) and the ledger says ``certified=False``.
+    centre of C (docs/bst14.md, "Derived constants": MCMC), which only approximates π_D: the run
+    is **nominal ε-DP** (at best (ε, (1 + e^ε)·TV)-DP with an unknown TV) and the ledger says
+    ``certified=False``.
 
     Utility (Thm 3.2): E[excess] = O(pL‖C‖/ε) on the sum scale, no log factor; the explicit tail of
     the proof gives ≈ 8.8(p+1)L‖C‖/ε, ~10× loose on LB-Lin where the exact value tends to
-    (p+1)L‖C‖/ε (oracle O1, spec §4.7, §8.4).
+    (p+1)L‖C‖/ε (oracle O1, docs/bst14.md).
     """
 
     name: ClassVar[str] = "exp_mech"
@@ -71,7 +73,7 @@ class ExpMech(Algorithm):
 
     def oracle_excess(self, data: Dataset, problem: Problem, *, epsilon: float,
                       delta: float) -> float:
-        """O1 (exact, spec §4.7) on LB-Lin: R·M·[1 − I_{p/2+1}(kRM)/I_{p/2}(kRM)] / n with
+        """O1 (exact, docs/bst14.md) on LB-Lin: R·M·[1 − I_{p/2+1}(kRM)/I_{p/2}(kRM)] / n with
         M = ‖Σdᵢ‖; the MCMC samplers target the same law, so it is their reference too."""
         from ..oracles import expmech_lblin
         from ..problems.lb_lin import LBLin
@@ -95,10 +97,10 @@ class ExpMech(Algorithm):
             expression="p*L*D/(n*epsilon)",
             exponents={"n": -1, "p": 1, "epsilon": -1},
             citation="BST14 Thm 3.2 (E[excess] = O(pL‖C‖/ε), sum scale)",
-            regime="cap L*D binds when n ≲ p/ε (spec §6.3)",
+            regime="cap L*D binds when n ≲ p/ε (docs/bst14.md, 'Where the cap binds')",
             notes=("LB-Lin plateau (oracle O1): sum-scale (p+1)L‖C‖/ε, i.e. (p+1)*L*D/(n*epsilon) "
                    "on the average scale; the explicit Thm 3.2 tail gives ≈ 8.8(p+1)L‖C‖/ε. "
-                   "MCMC samplers are nominal ε-DP only (spec §2.5)."),
+                   "MCMC samplers are nominal ε-DP only (docs/bst14.md)."),
         )
 
     def run(
@@ -114,9 +116,9 @@ class ExpMech(Algorithm):
         certified = bool(info["certified"])
         label = ("exponential mechanism, exact sampler" if certified else
                  f"exponential mechanism, {self.sampler.upper()} sampler (nominal ε-DP, "
-                 "uncertified: at best (ε, (1+e^ε)·TV)-DP, spec §2.5)")
+                 "uncertified: at best (ε, (1+e^ε)·TV)-DP, docs/bst14.md)")
         charge = Charge(label, float(epsilon), 0.0,
-                        "BST14 Thm 3.1 (oscillation argument, spec §2.2, erratum §7.3 item 1)",
+                        "BST14 Thm 3.1 (oscillation argument, docs/bst14.md Errata 1)",
                         certified=certified)
         ledger = PrivacyLedger.from_charges(charge)
         evaluations = n * (info["steps"] + 1) if not certified else n

@@ -1,4 +1,4 @@
-"""A2-net: the exponential mechanism on a data-independent grid of C (BST14 introduction, spec §2.3).
+"""A2-net: the exponential mechanism on a data-independent grid of C (BST14 introduction).
 
 An exactly ε-DP reference sampler for low dimension (p ≤ 2), used to validate the MCMC samplers.
 """
@@ -58,23 +58,23 @@ def net_log_probs(problem: Problem, data: Dataset, k: float, grid: np.ndarray) -
 
 
 class ExpMechNet(Algorithm):
-    """Exponential mechanism on a grid G ⊂ C: P(θ) ∝ exp(−k·𝓛(θ; D)), k = ε/(2L‖C‖) (spec §2.3).
+    """Exponential mechanism on a grid G ⊂ C: P(θ) ∝ exp(−k·𝓛(θ; D)), k = ε/(2L‖C‖).
 
     G is the cubic grid of spacing γ = ``spacing``·‖C‖ (a fraction of the diameter) intersected
     with C, built from public quantities only. Privacy: exactly ε-DP by the oscillation argument of
-    spec §2.2 (k·|g(u) − g(θ)| ≤ 2kL‖C‖ = ε for g = ℓ(·; d) − ℓ(·; d′)), now over the finite G.
-    The draw is the Gumbel-max trick on the log-weights, so no normalisation overflows.
+    docs/bst14.md Errata 1 (k·|g(u) − g(θ)| ≤ 2kL‖C‖ = ε for g = ℓ(·; d) − ℓ(·; d′)), now over the
+    finite G. The draw is the Gumbel-max trick on the log-weights, so no normalisation overflows.
     Only for balls in p ≤ 2 (|G| ≈ (1/spacing)ᵖ).
 
-    Utility [derived, spec §2.3]: with probability 1 − e^{−t} the sum-scale excess is at most
-    n·L·dist(θ*, G) + (2L‖C‖/ε)(ln|G| + t), with dist(θ*, G) ≤ γ√p (the grid covers the ball up to
-    one cell) and ln|G| ≤ p·ln(1 + 1/spacing).
+    Utility [derived, docs/bst14.md "Derived constants"]: with probability 1 − e^{−t} the sum-scale
+    excess is at most n·L·dist(θ*, G) + (2L‖C‖/ε)(ln|G| + t), with dist(θ*, G) ≤ γ√p (the grid
+    covers the ball up to one cell) and ln|G| ≤ p·ln(1 + 1/spacing).
     """
 
     name: ClassVar[str] = "exp_mech_net"
     summary: ClassVar[str] = "Exponential mechanism on a data-independent grid of C (p <= 2), exact ε-DP"
     citation: ClassVar[str] = ("Bassily, Smith, Thakurta (FOCS 2014), introduction (net version of "
-                               "the exponential mechanism); spec §2.3 [derived]")
+                               "the exponential mechanism); [derived] utility, docs/bst14.md")
     privacy: ClassVar[str] = "pure"
     requires: ClassVar[tuple[str, ...]] = ("convex", "lipschitz")
     version: ClassVar[str] = "1"
@@ -87,12 +87,13 @@ class ExpMechNet(Algorithm):
         return float(n * p) * (1.0 / self.spacing + 1.0) ** p
 
     def rate_card(self) -> RateCard:
-        """spec §2.3 [derived] on the average scale: rounding L·D·spacing·√p plus the ln|G| term."""
+        """[derived] (docs/bst14.md) on the average scale: rounding L·D·spacing·√p plus the ln|G|
+        term."""
         s = self.spacing
         return RateCard(
             expression=f"L*D*{s!r}*sqrt(p) + 2*L*D*p*log(1 + 1/{s!r})/(n*epsilon)",
             exponents={"n": -1, "p": 1, "epsilon": -1},
-            citation="BST14 introduction (net exponential mechanism); spec §2.3 [derived]",
+            citation="BST14 introduction (net exponential mechanism); [derived], docs/bst14.md",
             regime="p <= 2; the rounding term L*D*spacing*sqrt(p) is a floor in n",
             notes="log|G| ≈ p·log(1/spacing) replaces the log-free constant of Thm 3.2",
         )
@@ -112,7 +113,7 @@ class ExpMechNet(Algorithm):
         idx = int(np.argmax(logp + rng.gumbel(size=logp.shape[0])))
         ledger = PrivacyLedger.from_charges(Charge(
             "exponential mechanism on a data-independent grid", float(epsilon), 0.0,
-            "BST14 §1 net mechanism; oscillation argument (spec §2.2, §2.3)"))
+            "BST14 §1 net mechanism; oscillation argument (docs/bst14.md Errata 1)"))
         info = {"k": k, "grid_size": int(grid.shape[0]),
                 "spacing": self.spacing * float(constraint.diameter), "certified": True}
         return Release(theta=grid[idx].copy(), ledger=ledger,

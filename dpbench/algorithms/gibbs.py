@@ -2,8 +2,8 @@
 
 Ganesh, Thakurta, Upadhyay, "Differentially Private Sampling from Rashomon Sets, and the
 Universality of Langevin Diffusion for Convex Optimization" (GTU), Theorem 2.7 (isoperimetry
-route), §4.3 and §4.4. Spec ``shared/spec/langevin-rashomon.md`` A4, A8, §3.2, §3.4, §6 E5, E7,
-errata §8 items 2 and 12.
+route), §4.3 and §4.4. The labels A3, A4, A8, the errata and pitfall numbers below refer to
+docs/langevin.md ("Mechanism labels", "Errata", "Pitfalls").
 
 The mechanism outputs one draw of π_β ∝ exp(−β𝓛(θ; D))·1_C (𝓛 the AVERAGE loss, ψ = 0). It is
 the exponential-mechanism density with k = β/n on the sum loss, so it reuses the ε-DP Gibbs
@@ -13,11 +13,11 @@ sampler's machinery (:func:`dpbench.samplers.expmech.sample_expmech`: the proble
 β calibration (``calibration``; :mod:`dpbench.privacy.langevin`):
 
 * ``literal``: T2.7 with the constants of its proof, β = min(ε²mn²/(72L² log 1/δ),
-  εmn²/(72√2 L²)) (spec A4 [derived from their proof]);
-* ``tight``: the self-consistent LSI version (erratum 12): ε = 4ρ′ + 2√(2ρ′ log 1/δ),
+  εmn²/(72√2 L²)) (A4; the constants as they appear in the proof, Errata 12);
+* ``tight``: the self-consistent LSI version ([derived], Errata 12): ε = 4ρ′ + 2√(2ρ′ log 1/δ),
   ρ′ = βL²/(mn²);
-* ``gaussian``: the exact Gaussian-mechanism calibration β = μ(ε′, δ′)²/Δ² (spec A4, "quadratic
-  losses"). It applies **only** when the Gibbs law is a Gaussian with data-independent covariance
+* ``gaussian``: the exact Gaussian-mechanism calibration β = μ(ε′, δ′)²/Δ² (A4, quadratic losses,
+  [derived]). It applies **only** when the Gibbs law is a Gaussian with data-independent covariance
   restricted to C: isotropic quadratics ½‖θ − d‖² on a ball (``mean_est``, ``lb_quad``), where
   π_D = N(d̄, I/β) conditioned on C and the mean is d̄ with ‖d̄ − d̄′‖ ≤ Δ = 2ρ/n (ρ the public bound
   on the row norms). Conditioning is not post-processing, so the truncation is accounted: if
@@ -31,11 +31,11 @@ A8 wrapper (``regularize``, for merely convex losses): the same data-independent
 (λ_r/2)‖θ − θ₀‖² with θ₀ = 0 = the centre of C is added to every ℓ (the problem family's
 ``ridge`` parameter), so each loss is λ_r-strongly convex and L′ = L + λ_r‖C‖ Lipschitz on C;
 λ_r = L√(p log 1/δ)/(‖C‖εn) (``erm``) or (L/‖C‖)·max{√(p log 1/δ)/(εn), 1/√n} (``sco``) per the
-A8 table; the calibration uses (L′, m = λ_r). The regulariser cancels in sensitivities.
+A8 table (GTU §4.4); the calibration uses (L′, m = λ_r). The regulariser cancels in sensitivities.
 
 Samplers: ``exact`` (certified) or ``rwm``/``mala`` from the data-independent centre of C
-(nominal: a chain at TV distance λ from π makes the mechanism only (ε, δ + (1 + e^ε)λ)-DP, spec
-A3(b), pitfall 9; the ledger says ``certified=False``).
+(nominal: a chain at TV distance λ from π makes the mechanism only (ε, δ + (1 + e^ε)λ)-DP,
+Pitfalls 9; the ledger says ``certified=False``).
 """
 
 from __future__ import annotations
@@ -68,7 +68,7 @@ REGULARIZE = ("none", "erm", "sco")
 
 def a8_lambda(goal: str, L: float, diameter: float, n: int, p: int, epsilon: float,
               delta: float) -> float:
-    """λ_r of the A8 table (spec A8): ``erm`` L√(p log 1/δ)/(‖C‖εn); ``sco``
+    """λ_r of the A8 table (GTU §4.4; docs/langevin.md, A8): ``erm`` L√(p log 1/δ)/(‖C‖εn); ``sco``
     (L/‖C‖)·max{√(p log 1/δ)/(εn), 1/√n}."""
     priv = math.sqrt(p * math.log(1.0 / delta)) / (epsilon * n)
     if goal == "erm":
@@ -80,7 +80,7 @@ def a8_lambda(goal: str, L: float, diameter: float, n: int, p: int, epsilon: flo
 
 def regularized_problem(problem: Problem, lam: float) -> Problem:
     """The same family with (λ/2)‖θ‖² added to every loss (its ``ridge`` parameter); the
-    regulariser is centred at 0, the data-independent centre of a ball or cube C (spec A8)."""
+    regulariser is centred at 0, the data-independent centre of a ball or cube C (A8)."""
     if "ridge" not in problem.params or not isinstance(problem.constraint, (Ball, Box)):
         raise NotApplicable(
             f"the A8 wrapper needs a problem with a 'ridge' parameter on a centred ball or cube; "
@@ -111,7 +111,8 @@ def has_exact_expmech(problem: Problem) -> bool:
 def gibbs_mcmc_tuning(kind: str, beta: float, n: int, p: int, L: float, diameter: float,
                       m: float, M: float, step_scale: float, steps: int) -> tuple[int, float]:
     """Public (steps, step_scale) for :func:`dpbench.samplers.mcmc.run_chain` on the Gibbs law
-    exp(−β𝓛) of an m-strongly convex, M-smooth loss (spec §6.0 "sampler error").
+    exp(−β𝓛) of an m-strongly convex, M-smooth loss (our own public rule; what a finite chain
+    certifies: docs/langevin.md Pitfalls 9).
 
     The chains' default step 0.3/(knL) (k = β/n) is sized for the exponential mechanism's linear
     potentials; a strongly log-concave target of curvature βM has width 1/√(βM), so the step is
@@ -132,9 +133,9 @@ def gibbs_mcmc_tuning(kind: str, beta: float, n: int, p: int, L: float, diameter
 
 
 def mcmc_theorem_note(sampler: str) -> str:
-    """The caveat of a nominal (MCMC) Gibbs draw (spec A3(b), pitfall 9)."""
+    """The caveat of a nominal (MCMC) Gibbs draw (docs/langevin.md, A3 and Pitfalls 9)."""
     return (f"{sampler.upper()} sampler: nominal only — a chain at TV λ from the target makes it "
-            "(ε, δ + (1+e^ε)·λ)-DP with λ unknown (spec A3(b), pitfall 9)")
+            "(ε, δ + (1+e^ε)·λ)-DP with λ unknown (docs/langevin.md Pitfalls 9)")
 
 
 class Gibbs(Algorithm):
@@ -143,14 +144,15 @@ class Gibbs(Algorithm):
     name: ClassVar[str] = "gibbs"
     summary: ClassVar[str] = ("(ε,δ) Gibbs sampler exp(-β·avg loss), β from GTU Thm 2.7 "
                               "(literal / tight LSI / exact Gaussian); A8 regularised wrapper")
-    citation: ClassVar[str] = ("Ganesh, Thakurta, Upadhyay (2023), Thm 2.7, §4.3–4.4; spec "
-                               "langevin-rashomon A4, A8, errata 2, 12")
+    citation: ClassVar[str] = ("Ganesh, Thakurta, Upadhyay (2023), Thm 2.7, §4.3–4.4; "
+                               "docs/langevin.md A4, A8, Errata 2, 12")
     privacy: ClassVar[str] = "approx"
     requires: ClassVar[tuple[str, ...]] = ("convex", "lipschitz", "strongly_convex")
     version: ClassVar[str] = "1"
     params: ClassVar[dict[str, Param]] = {
         "calibration": Param("tight", kind="str", choices=CALIBRATIONS,
-                             doc="tight (LSI, erratum 12), literal (T2.7 proof constants) or "
+                             doc="tight (LSI, docs/langevin.md Errata 12), literal (T2.7 proof "
+                                 "constants) or "
                                  "gaussian (exact GDP; isotropic quadratics only)"),
         "regularize": Param("none", kind="str", choices=REGULARIZE,
                             doc="A8 wrapper for merely convex losses: none, erm or sco λ_r"),
@@ -200,12 +202,13 @@ class Gibbs(Algorithm):
         if self.calibration == "literal":
             out.update(beta=beta_a4_literal(epsilon, delta, n, L_cal, m), epsilon=epsilon,
                        delta=delta, gdp_mu=None,
-                       theorem="GTU Thm 2.7, proof constants (spec A4, paper-literal)")
+                       theorem="GTU Thm 2.7, proof constants (A4, paper-literal; "
+                               "docs/langevin.md Errata 12)")
         elif self.calibration == "tight":
             out.update(beta=beta_a4_tight(epsilon, delta, n, L_cal, m), epsilon=epsilon,
                        delta=delta, gdp_mu=None,
                        theorem="GTU Thm 2.7 tightened: ε = 4ρ′ + 2√(2ρ′ log 1/δ), ρ′ = βL²/(mn²) "
-                               "(spec A4, erratum 12)")
+                               "([derived], docs/langevin.md Errata 12)")
         else:
             out.update(self._gaussian(problem, n, p, epsilon, delta))
         return out
@@ -233,37 +236,37 @@ class Gibbs(Algorithm):
         return {"beta": beta, "epsilon": eps_g - math.log1p(-eta),
                 "delta": delta_g / (1.0 - eta), "gdp_mu": mu, "truncation_mass": eta,
                 "theorem": ("exact Gaussian mechanism: π_D = N(d̄, I/β) on C, μ = Δ√β, Δ = 2ρ/n "
-                            "(spec A4 'quadratic losses'), truncation η accounted as "
+                            "([derived], docs/langevin.md A4), truncation η accounted as "
                             "(ε′ + log 1/(1−η), δ′/(1−η))")}
 
     # --- declarations -------------------------------------------------------------------------
     def rate_card(self) -> RateCard:
-        """§3.2: ERM SC (ε,δ) L²p log(1/δ)/(mε²n²) (A4); A8 ERM L‖C‖√(p log 1/δ)/(εn);
+        """GTU Table 2: ERM SC (ε,δ) L²p log(1/δ)/(mε²n²) (A4); A8 ERM L‖C‖√(p log 1/δ)/(εn);
         A8 SCO adds L‖C‖/√n."""
         if self.regularize == "erm":
             return RateCard(
                 expression="L*D*sqrt(p*log(1/delta))/(n*epsilon)",
                 exponents={"n": -1, "p": 0.5, "epsilon": -1},
                 citation="GTU §4.4 (A8 + A4): O(L‖C‖√(p log 1/δ)/(εn))",
-                regime="εn ≫ √(p log 1/δ) (spec E7)")
+                regime="εn ≫ √(p log 1/δ) (experiment E7)")
         if self.regularize == "sco":
             return RateCard(
                 expression="L*D*sqrt(p*log(1/delta))/(n*epsilon) + L*D/sqrt(n)",
                 exponents={"n": -0.5, "p": 0.5, "epsilon": -1},
                 citation="GTU §4.4 (A8 + A4, SCO): + L‖C‖/√n", quantity="population_excess_risk",
-                regime="n: −1 (small n) → −½ (large n), spec E8")
+                regime="n: −1 (small n) → −½ (large n), experiment E8")
         return RateCard(
             expression="L**2*p*log(1/delta)/(Delta*n**2*epsilon**2)",
             exponents={"n": -2, "p": 1, "epsilon": -2},
             citation="GTU Thm 2.7 / §4.3: ERM O(L²p log(1/δ)/(mε²n²))",
-            regime="ε ≤ 1 for the ε² law (β ∝ ε above: slope −1), spec E5",
+            regime="ε ≤ 1 for the ε² law (β ∝ ε above: slope −1), experiment E5",
             notes="Delta is the per-example strong convexity m; the Gibbs law on a smooth "
                   "interior minimiser gives ≈ p/(2β).")
 
     def oracle_excess(self, data: Dataset, problem: Problem, *, epsilon: float,
                       delta: float) -> float:
-        """p/(2β) on the isotropic quadratics (Gibbs N(d̄, I/β), truncation negligible, spec §5
-        F1); NaN elsewhere."""
+        """p/(2β) on the isotropic quadratics (Gibbs N(d̄, I/β), truncation negligible; F1 in
+        docs/langevin.md); NaN elsewhere."""
         if self.regularize != "none" or gaussian_gibbs_constants(problem) is None:
             return math.nan
         try:

@@ -1,11 +1,11 @@
-"""A2-eff: BST14's polynomial-time exponential mechanism (Algorithms 5–7, spec §2.4), uncertified.
+"""A2-eff: BST14's polynomial-time exponential mechanism (Algorithms 5–7), uncertified.
 
 Algorithm 7 = Algorithm 6 (A_eff-samp) on f = (ε/(6L‖C‖))·𝓛, η = nε/(6‖C‖), ε̃ = ε/3; Algorithm 6
 retries Algorithm 5 (A_init-samp) m times; Algorithm 5 runs the lazy Applegate–Kannan grid walk
 (A_cube-samp, Lemma 6.1) on the cube A ⊇ C with weight F = exp(−f̄ − ψ̄_α). Implemented for a
 ball C = B(0, R) in p ≤ 3 with a **user-set** step count: the certified mixing time is
-astronomical (spec §2.4 reality check: ≳ 10¹⁵ steps at n = 1000, p = 10), so the release is only
-nominally ε-DP and the ledger says ``certified=False``.
+astronomical ([derived], docs/bst14.md "Derived constants": ≳ 10¹⁵ steps at n = 1000, p = 10), so
+the release is only nominally ε-DP and the ledger says ``certified=False``.
 """
 
 from __future__ import annotations
@@ -136,7 +136,7 @@ def _walk(loss, grad, X, y, prm, cf, eta, alpha, R, gamma, lo, hi, steps, rng, i
 
 
 def walk_constants(n: int, p: int, epsilon: float, L: float, R: float) -> dict[str, float]:
-    """The constants of Algorithms 5–7 for C = B(0, R) (spec §2.4), all public.
+    """The constants of Algorithms 5–7 (and Lemma 6.1) for C = B(0, R), all public.
 
     Algorithm 7: cf = ε/(6L‖C‖), η = nε/(6‖C‖), ε̃ = ε/3. Algorithm 6: m = ⌈4η‖C‖ + p·log‖C‖ +
     log(1/(1 − e^{−ε̃/4}))⌉ tries of Algorithm 5 at ε̃/4, whose α = 3e^{2ε̃/4}(η‖C‖ + p) and cube
@@ -181,19 +181,19 @@ def run_walk(kern: LossKernel, data: Dataset, consts: dict[str, float], R: float
 class ExpMechGridWalk(Algorithm):
     """BST14 Algorithm 7 (A_eff-exp-samp) with a user-set walk length; **uncertified** reference.
 
-    Each of Algorithm 6's m tries runs Algorithm 5: the lazy Applegate–Kannan grid walk (spec §2.4;
-    the lazy rule is the standard one, not written out in the paper) on the cell centres of the
-    cube A = [−R, R]ᵖ ⊇ C, started at the data-independent cell at the origin, with weight
-    F = exp(−f̄ − ψ̄_α): f̄ the convex η-Lipschitz extension (Lemma 6.3) of f = (ε/(6L‖C‖))𝓛,
+    Each of Algorithm 6's m tries runs Algorithm 5: the lazy Applegate–Kannan grid walk (Lemma 6.1;
+    the lazy rule is the standard one, not written out in the paper, docs/bst14.md) on the cell
+    centres of the cube A = [−R, R]ᵖ ⊇ C, started at the data-independent cell at the origin, with
+    weight F = exp(−f̄ − ψ̄_α): f̄ the convex η-Lipschitz extension (Lemma 6.3) of f = (ε/(6L‖C‖))𝓛,
     ψ(θ) = ‖θ‖/R the Minkowski gauge of the ball and ψ̄_α = α·max(0, ψ − 1). The walk's point is
-    jittered uniformly in its cell; the first try landing in C is released, else a uniform point
-    of the ball B(0, min(1, R)) ⊆ C (Algorithm 6, step 4).
+    jittered uniformly in its cell; the first try landing in C is released, else a uniform point of
+    the ball B(0, min(1, R)) ⊆ C (Algorithm 6, step 4).
 
     Privacy: with the certified walk length t∞ (Lemma 6.2) the output is ε-DP (Thm 3.4; Lemma 6.6:
-    ε/3 + 2ε/3). The ``steps`` used here are far fewer than t∞ (spec §2.4: ≳ 10¹⁵ at n = 1000,
-    p = 10), so the release is nominal ε-DP and the ledger is uncertified. Needs a compiled kernel
-    (:meth:`~dpbench.problem.Problem.kernel`), C = Ball(R) and p ≤ 3. Non-isotropic radii
-    (R < 1) are not rescaled; the fallback uses the ball of radius min(1, R).
+    ε/3 + 2ε/3). The ``steps`` used here are far fewer than t∞ (docs/bst14.md: ≳ 10¹⁵ at
+    n = 1000, p = 10), so the release is nominal ε-DP and the ledger is uncertified. Needs a
+    compiled kernel (:meth:`~dpbench.problem.Problem.kernel`), C = Ball(R) and p ≤ 3. Non-isotropic
+    radii (R < 1) are not rescaled; the fallback uses the ball of radius min(1, R).
     """
 
     name: ClassVar[str] = "exp_mech_grid_walk"
@@ -252,6 +252,6 @@ class ExpMechGridWalk(Algorithm):
         info: dict[str, Any] = dict(
             consts, steps=self.steps, tries_used=used, fallback=fallback, certified=False,
             privacy_note=("nominal ε-DP: the certified walk length t∞ of Lemma 6.2 is "
-                          "astronomically larger (spec §2.4 reality check)"))
+                          "astronomically larger (docs/bst14.md, 'Derived constants')"))
         return Release(theta=np.asarray(theta, dtype=float), ledger=ledger,
                        func_queries=n * self.steps * used, iterations=self.steps * used, info=info)

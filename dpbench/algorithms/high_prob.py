@@ -1,8 +1,8 @@
 """BST14 Appendix D (W1): the high-probability wrapper: k private runs, then a private selection.
 
 Bassily, Smith and Thakurta, "Private Empirical Risk Minimization: Efficient Algorithms and Tight
-Error Bounds" (FOCS 2014; arXiv:1405.7085), Appendix D. Spec: ``shared/spec/bst14.md`` §2.12 and
-§7.3 item 10 (erratum: the paper does not charge the selection step; we do).
+Error Bounds" (FOCS 2014; arXiv:1405.7085), Appendix D. Erratum (docs/bst14.md Errata 10): the
+paper does not charge the selection step; we do.
 """
 
 from __future__ import annotations
@@ -74,7 +74,7 @@ def rescaled_expression(expression: str, eps_factor: float, runs: int) -> str:
 
 
 class HighProb(Algorithm):
-    """The high-probability wrapper (BST14 Appendix D, spec §2.12), around a pure ε-DP base.
+    """The high-probability wrapper (BST14 Appendix D), around a pure ε-DP base.
 
     1. Run the base mechanism (default parameters, resolved by name through
        :func:`dpbench.registry.get_algorithm`) k = ``runs`` times at ((1 − f)·ε/k, δ/k) each, with
@@ -84,9 +84,9 @@ class HighProb(Algorithm):
        uses the parent ``rng``.
 
     Privacy (basic composition, adaptive): Σ runs (1 − f)ε + ε_sel = ε, and δ/k·k = δ.
-    **Erratum** (spec §7.3 item 10): the paper does not charge the selection, but it reads D again;
-    we charge ε_sel. Why the selection is ε_sel-DP (oscillation argument, as for Algorithm 2; spec
-    §2.2, §7.3 item 1): for fixed candidates and neighbours D, D′ differing in d ↔ d′, write
+    **Erratum** (docs/bst14.md Errata 10): the paper does not charge the selection, but it reads D
+    again; we charge ε_sel. Why the selection is ε_sel-DP (oscillation argument, as for Algorithm 2;
+    docs/bst14.md Errata 1): for fixed candidates and neighbours D, D′ differing in d ↔ d′, write
     𝓛(θ; D) = 𝓛(θ; D′) + g(θ) with g = ℓ(·; d) − ℓ(·; d′). g is 2L-Lipschitz and every candidate
     lies in C, so max_i g(θᵢ) − min_i g(θᵢ) ≤ 2L‖C‖. With c = ε_sel/(2L‖C‖),
     Pr_D[i]/Pr_D′[i] = e^{−c·g(θᵢ)}·Z′/Z and Z ≥ Z′·e^{−c·max g}, so the ratio is at most
@@ -186,7 +186,8 @@ class HighProb(Algorithm):
                    for i, r in enumerate(releases)]
         charges.append(Charge(
             f"{self.name}: exponential-mechanism selection among {self.runs} candidates",
-            eps_sel, 0.0, "BST14 Appendix D (charged: erratum §7.3 item 10); oscillation ≤ 2L‖C‖"))
+            eps_sel, 0.0,
+            "BST14 Appendix D (charged: docs/bst14.md Errata 10); oscillation ≤ 2L‖C‖"))
         ledger = PrivacyLedger.from_charges(*charges)
         chosen = releases[idx]
         info: dict[str, Any] = {

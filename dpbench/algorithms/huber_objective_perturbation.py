@@ -1,5 +1,6 @@
 """B2 ``HuberObjPert``: Huberised objective perturbation on HUB-1D (BST14 Appendix A, eq. 9;
-spec §2.10, §4.6, §6.1 R11/R11′, §8.5).
+Thm A.1, Lemmas A.2/A.3). The predictions R11/R11′ and their reference run are in docs/bst14.md,
+"Oracle curves and reference runs".
 
 The smoothing counterexample. For the 1-D loss (y − xθ)₊ with x, y ∈ [−1, 1] and C = [−2, 2],
 replace f(z) = z₊ by its Huberisation with parameter h > 0,
@@ -8,8 +9,8 @@ replace f(z) = z₊ by its Huberisation with parameter h > 0,
 
 and release θ_priv = argmin_{θ∈[−2,2]} Σᵢ f̂(yᵢ − xᵢθ) + θ²/(8εh) + bθ (eq. 9).
 
-**Erratum** (spec §7.3 item 4): f̂ is only C^{1,1} (f̂″ jumps from 1/(2h) to 0 at ±h), not C² as
-the paper says; the change-of-variables proof still goes through (f̂′ is Lipschitz and piecewise
+**Erratum** (docs/bst14.md Errata 4): f̂ is only C^{1,1} (f̂″ jumps from 1/(2h) to 0 at ±h), not C²
+as the paper says; the change-of-variables proof still goes through (f̂′ is Lipschitz and piecewise
 C¹, so the output density exists almost everywhere), with per-example smoothness β = x²/(2h) ≤
 1/(2h).
 
@@ -51,7 +52,7 @@ from ..ratecard import RateCard
 __all__ = ["HuberObjectivePerturbation", "huber_loss", "huber_objective_derivative",
            "minimise_huber_objective"]
 
-_HUB_RADIUS = 2.0  # C = [−2, 2] (spec §4.6)
+_HUB_RADIUS = 2.0  # C = [−2, 2] (BST14 Appendix A)
 
 
 def huber_loss(z: np.ndarray, h: float) -> np.ndarray:
@@ -161,10 +162,10 @@ class HuberObjectivePerturbation(Algorithm):
             rid = "R11′: h = c/√n, sum-scale ≈ c√n/9 (slope +1/2 sum, −1/2 average)"
         return RateCard(
             expression=expression, exponents=exponents,
-            citation=f"BST14 Thm A.1, Lemma A.2 (D1, [derived] constant 1/9, spec §4.6); {rid}",
+            citation=f"BST14 Thm A.1, Lemma A.2 (D1, [derived] constant 1/9, docs/bst14.md); {rid}",
             regime="HUB-1D, ε < 1 constant, δ = Ω(n⁻⁴)",
             notes=("A LOWER bound on the worst of D1/D2 (D1 gives n·h/9, D2 ≈ 1/(16h) on the sum "
-                   "scale), not an upper bound; slopes are the test, spec §8.5."))
+                   "scale), not an upper bound; slopes are the test, docs/bst14.md."))
 
     def run(self, data: Dataset, problem: Problem, *, epsilon: float, delta: float,
             rng: np.random.Generator) -> Release:

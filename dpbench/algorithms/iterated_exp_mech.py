@@ -1,13 +1,13 @@
 """GTU Algorithm 1: the iterated exponential mechanism for strongly convex losses (pure ε-DP).
 
 Ganesh, Thakurta, Upadhyay (GTU), Algorithm 1, Theorems 4.2 (ERM, flag = 1) and 4.4 (SCO,
-flag = 0), Lemmas 4.3 and 4.5; spec ``shared/spec/langevin-rashomon.md`` A9, §3.2, §6 E3/E4,
-erratum §8 item 13.
+flag = 0), Lemmas 4.3 and 4.5. The labels A3/A9 and the erratum number refer to docs/langevin.md
+("Mechanism labels", "Errata"); experiment E3 is in its "Derived exponents".
 
 Each round samples the exponential mechanism (A3) on the current set and shrinks the set around
 the sample:
 
-1. k = 1 + ⌈log₂ ln(εn/(p + log n))⌉ (erratum 13: base 2 outside, natural log inside; k = 1 when
+1. k = 1 + ⌈log₂ ln(εn/(p + log n))⌉ (Errata 13: base 2 outside, natural log inside; k = 1 when
    the argument is ≤ e);
 2. ε_i = ε/2^{k−i+1} (Σ ε_i = ε(1 − 2^{−k}) < ε);
 3. θ_i ~ exp(−β_i𝓛) on C_{i−1}, β_i = ε_i n/(2L D_{i−1}) — the BST14/GTU Algorithm 2 density,
@@ -15,7 +15,7 @@ the sample:
    (the problem's exact ``expmech_sampler`` on the intersection of balls, or the MCMC fallback,
    nominal);
 4. r_i = √(cL(p + 3 log₂ n)D_{i−1}/(mε_i n)) with c = 8 ln 2 ([derived] from the Gamma(p, 1)
-   domination of A3, Lemma 4.3; "3 log n" must be log₂ so that 2^{−t} = n^{−3}, erratum 13); for
+   domination of A3, Lemma 4.3; "3 log n" must be log₂ so that 2^{−t} = n^{−3}, Errata 13); for
    ``target="sco"`` add (2L/m)·√(2 ln(2e²n³)/n) (Lemma 4.5 via Hayes' vector Azuma, [derived]);
 5. C_i = C_{i−1} ∩ B(θ_i, r_i), D_i = min(D_{i−1}, 2r_i) — a public diameter bound.
 
@@ -43,12 +43,13 @@ from .gibbs import has_exact_expmech, mcmc_theorem_note
 
 __all__ = ["IteratedExpMech", "iteration_count", "round_epsilons", "round_radius", "C_TAIL"]
 
-#: c = 8 ln 2 of Lemma 4.3 ([derived], spec A9).
+#: c = 8 ln 2 of Lemma 4.3 ([derived], docs/langevin.md Errata 13).
 C_TAIL = 8.0 * math.log(2.0)
 
 
 def iteration_count(epsilon: float, n: int, p: int) -> int:
-    """k = 1 + ⌈log₂ ln(εn/(p + ln n))⌉, or 1 when εn/(p + ln n) ≤ e (erratum 13)."""
+    """k = 1 + ⌈log₂ ln(εn/(p + ln n))⌉, or 1 when εn/(p + ln n) ≤ e (docs/langevin.md
+    Errata 13)."""
     arg = epsilon * n / (p + math.log(n))
     if arg <= math.e:
         return 1
@@ -62,7 +63,7 @@ def round_epsilons(epsilon: float, k: int) -> list[float]:
 
 def round_radius(target: str, L: float, m: float, p: int, n: int, eps_i: float,
                  D_prev: float) -> float:
-    """r_i = √(cL(p + 3 log₂ n)D_{i−1}/(mε_i n)) (+ (2L/m)√(2 ln(2e²n³)/n) for SCO), spec A9."""
+    """r_i = √(cL(p + 3 log₂ n)D_{i−1}/(mε_i n)) (+ (2L/m)√(2 ln(2e²n³)/n) for SCO); A9."""
     r = math.sqrt(C_TAIL * L * (p + 3.0 * math.log2(n)) * D_prev / (m * eps_i * n))
     if target == "sco":
         r += 2.0 * L / m * math.sqrt(2.0 * math.log(2.0 * math.e ** 2 * n ** 3) / n)
@@ -76,7 +77,7 @@ class IteratedExpMech(Algorithm):
     summary: ClassVar[str] = ("iterated exponential mechanism on shrinking balls, ε-DP, "
                               "strongly convex (GTU Algorithm 1)")
     citation: ClassVar[str] = ("Ganesh, Thakurta, Upadhyay (2023), Algorithm 1, Thm 4.2/4.4; "
-                               "spec langevin-rashomon A9, erratum 13")
+                               "docs/langevin.md A9, Errata 13")
     privacy: ClassVar[str] = "pure"
     requires: ClassVar[tuple[str, ...]] = ("convex", "lipschitz", "strongly_convex")
     version: ClassVar[str] = "1"
@@ -106,12 +107,12 @@ class IteratedExpMech(Algorithm):
                 exponents={"n": -1, "p": 2, "epsilon": -2},
                 citation="GTU Thm 4.4: O(L²p² log n/(mε²n²) + L²/(mn))",
                 quantity="population_excess_risk",
-                regime="n: −2 → −1 at n ≈ p² log n/ε² (spec E4)")
+                regime="n: −2 → −1 at n ≈ p² log n/ε²")
         return RateCard(
             expression="L**2*(p**2 + p*log(n))/(Delta*epsilon**2*n**2)",
             exponents={"n": -2, "p": 2, "epsilon": -2},
             citation="GTU Thm 4.2: O(L²(p² + p log n)/(mε²n²))",
-            regime="εn ≫ p + log n (spec E3); log factors bend the n-slope slightly",
+            regime="εn ≫ p + log n (experiment E3); log factors bend the n-slope slightly",
             notes="Delta is the per-example strong convexity m.")
 
     def cost(self, n: int, p: int) -> float:

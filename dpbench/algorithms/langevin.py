@@ -3,8 +3,9 @@
 Ganesh, Thakurta, Upadhyay, "Differentially Private Sampling from Rashomon Sets, and the
 Universality of Langevin Diffusion for Convex Optimization" (GTU): Lemma 2.2 / Lemma 3.1 (path
 privacy), Theorem 2.3 (finite-time LD sampler, (ε, δ)-DP for the whole trajectory), Lemma B.5
-(mixing), §4.1/§4.4 (regularised wrappers). Spec ``shared/spec/langevin-rashomon.md`` §A0–A2, A5,
-A8, §3.2, §3.4, §6.1 (E5, E6, E13–E16), §6.2 and errata §8 items 1, 2, 8, 9, 12.
+(mixing), §4.1/§4.4 (regularised wrappers). The labels A0–A8, the errata numbers and the pitfall
+numbers below refer to docs/langevin.md ("Mechanism labels", "Errata", "Pitfalls"), which also
+holds the worked calibration and the experiments E6, E14–E16.
 
 The discretised diffusion (A2; the paper's full-batch "SGLD") is, from θ₀ ~ Unif(C),
 
@@ -13,7 +14,7 @@ The discretised diffusion (A2; the paper's full-batch "SGLD") is, from θ₀ ~ U
 with g(θ) = (1/n)Σᵢ clip_L(∇ℓ(θ; dᵢ)) (+ λ_r(θ − c) under the A8 wrapper). The calibration is
 public: β from the privacy budget at the horizon t = horizon·t_mix(β) (:mod:`dpbench.privacy.langevin`),
 η = h/(βM) rounded down so that Tη = t exactly. The trajectory is μ-GDP with μ = βΔ√(t/2) and
-Δ = 2L/n (replace-one, erratum 2); clipping to the declared L makes that sensitivity hold whatever
+Δ = 2L/n (replace-one, Errata 2); clipping to the declared L makes that sensitivity hold whatever
 the data.
 
 Samplers: ``ula`` (the projected chain above; numba inner loop over the problem kernel, reusing
@@ -68,8 +69,9 @@ _LAMBDA_REG = "log(4*sqrt(p)*epsilon*n/delta**2)"
 
 def regularizer_strength(mode: str, *, L: float, C: float, p: int, n: int, epsilon: float,
                          delta: float) -> float:
-    """λ_r of GTU's regularised wrappers (spec A8 table; C the diameter): ``erm`` (§4.4)
-    L√(p log 1/δ)/(‖C‖εn); ``sco`` (§4.4) (L/‖C‖)·max(√(p log 1/δ)/(εn), 1/√n); ``none`` 0.
+    """λ_r of GTU's regularised wrappers (the A8 table of docs/langevin.md; C the diameter):
+    ``erm`` (§4.4) L√(p log 1/δ)/(‖C‖εn); ``sco`` (§4.4) (L/‖C‖)·max(√(p log 1/δ)/(εn), 1/√n);
+    ``none`` 0.
     Delegates to :func:`dpbench.algorithms.gibbs.a8_lambda` (shared with the Gibbs samplers)."""
     if mode == "none":
         return 0.0
@@ -214,7 +216,7 @@ def langevin_path(problem: Problem, data: Dataset, *, constraint: ConstraintSet,
 
 def ou_path(center: np.ndarray, curvature: float, *, theta0: np.ndarray, steps: int, eta: float,
             beta: float, output: str = "last", rng: np.random.Generator) -> np.ndarray:
-    """Exact Ornstein–Uhlenbeck transitions on the grid kη (spec A1.8): for ℒ = (a/2)‖θ − c‖²,
+    """Exact Ornstein–Uhlenbeck transitions on the grid kη (A1.8, [derived]): for ℒ = (a/2)‖θ − c‖²,
     θ ← c + e^{−βaη}(θ − c) + √((1 − e^{−2βaη})/(βa))·ξ. Unconstrained; returns the last point
     or the mean of θ_1, …, θ_T (the caller projects). Draws the same noise blocks as ULA."""
     rate = beta * curvature
@@ -244,20 +246,21 @@ def _isotropic_quadratic(problem: Problem) -> LossKernel | None:
 class Langevin(Algorithm):
     """Finite-time Langevin diffusion (GTU Theorem 2.3 / A5), discretised as projected noisy GD (A2).
 
-    Calibration (``calibration``; the spec's two modes, §3.4 and §6.2 item 10):
+    Calibration (``calibration``; a literal and a tight mode, docs/langevin.md Pitfalls 10):
 
-    * ``tight`` (default, certified): Δ = 2L/n (erratum 2) and the exact GDP curve of the path,
-      μ = βΔ√(t/2) = gdp_mu(ε, δ) at t = horizon·t_mix(β) (fixed point in β; spec A0.5 [derived]).
+    * ``tight`` (default, certified): Δ = 2L/n (Errata 2) and the exact GDP curve of the path,
+      μ = βΔ√(t/2) = gdp_mu(ε, δ) at t = horizon·t_mix(β) (fixed point in β; A0.5 [derived]).
       The ledger's ε is the exact GDP ε at the β, Δ, t used (≤ the target); ``gdp_mu`` is set.
     * ``literal``: GTU Lemma 3.1 as printed, β = 2ε/(Δ′√(t log 1/δ)) with Δ′ = L/n. Errata 1 and 2
-      make it ≈ 3.5× optimistic (the true path ε at nominal ε = 1, δ = 1e-5 is ≈ 3.55): the ledger records
-      the paper's nominal ε with ``certified=False``; ``info["true_epsilon"]`` is the exact one.
+      (docs/langevin.md) make it ≈ 3.5× optimistic (the true path ε at nominal ε = 1, δ = 1e-5 is
+      ≈ 3.55): the ledger records the paper's nominal ε with ``certified=False``;
+      ``info["true_epsilon"]`` is the exact one.
 
-    Horizon (``horizon`` = c): t = c·t_mix(β), t_mix = e/(2βm)·log(4βL‖C‖/δ²) (Lemma B.5, erratum 8;
-    erratum 9 for the running time). The privacy covers the whole path on [0, t] (anytime release);
+    Horizon (``horizon`` = c): t = c·t_mix(β), t_mix = e/(2βm)·log(4βL‖C‖/δ²) (Lemma B.5, Errata 8;
+    Errata 9 for the running time). The privacy covers the whole path on [0, t] (anytime release);
     a longer horizon costs privacy, so β shrinks roughly like 1/c (E14).
 
-    Discretisation (``h``): η = h/(βM), T = ⌈t/η⌉, then η = t/T (spec A2), so T ≈ horizon·eMΛ/(2mh)
+    Discretisation (``h``): η = h/(βM), T = ⌈t/η⌉, then η = t/T (A2), so T ≈ horizon·eMΛ/(2mh)
     does not depend on n, ε or p. The ULA stationary law is biased by 1/(1 − ηβm/2) on quadratics
     (A2, E15); privacy depends only on t (Lemma 3.1). Caveat: when βM is small against the size of C
     (A8 on a linear loss, M = λ_r) the per-step noise √(2ηp) exceeds C and projected ULA is a poor
@@ -269,7 +272,7 @@ class Langevin(Algorithm):
     M ← M + λ_r and the Lipschitz constant in Λ becomes L + λ_r‖C‖, while Δ = 2L/n is unchanged
     (the regulariser cancels). The engine measures the excess on the original problem.
 
-    Utility (spec §3.2, A5): ERM Õ(L²p·log(1/δ)·Λ/(mε²n²)); see :meth:`rate_card`.
+    Utility (GTU Thm 2.3 via A5): ERM Õ(L²p·log(1/δ)·Λ/(mε²n²)); see :meth:`rate_card`.
     """
 
     name: ClassVar[str] = "langevin"
@@ -286,7 +289,7 @@ class Langevin(Algorithm):
                              doc="tight: exact GDP path accountant, Δ = 2L/n (certified); "
                                  "literal: Lemma 3.1 as printed with Δ' = L/n (uncertified)"),
         "h": Param(0.02, low=0.0, low_open=True, high=1.0,
-                   doc="step η = h/(βM) (spec A2: h in [0.005, 0.05])"),
+                   doc="step η = h/(βM) (A2 in docs/langevin.md: h in [0.005, 0.05])"),
         "horizon": Param(1.0, low=0.0, low_open=True,
                          doc="time horizon t as a multiple of t_mix(β) (1 = mixing, Lemma B.5)"),
         "sampler": Param("ula", kind="str", choices=SAMPLERS,
@@ -321,10 +324,10 @@ class Langevin(Algorithm):
         if self.sampler == "ou_exact":
             if self.regularize != "none" or _isotropic_quadratic(problem) is None:
                 return (f"{self.name}: sampler='ou_exact' needs an isotropic quadratic loss "
-                        f"(a/2)‖θ − d‖² without regularisation (spec A1.8); problem "
+                        f"(a/2)‖θ − d‖² without regularisation (A1.8 in docs/langevin.md); problem "
                         f"{problem.name!r} is not one — use sampler='ula'")
             if not isinstance(problem.constraint, (Ball, BallAt)):
-                return f"{self.name}: sampler='ou_exact' needs a ball constraint (spec A1.8)"
+                return f"{self.name}: sampler='ou_exact' needs a ball constraint (A1.8)"
         return None
 
     def plan(self, problem: Problem, n: int, p: int, epsilon: float, delta: float) -> LangevinPlan:
@@ -340,16 +343,16 @@ class Langevin(Algorithm):
         return float(n * p * steps) if self.sampler == "ula" else float(p * steps)
 
     def rate_card(self) -> RateCard:
-        """Spec §3.2 on the average scale; Λ = log(4βL‖C‖/δ²) is kept in the expression (not
+        """GTU Thm 2.3 on the average scale; Λ = log(4βL‖C‖/δ²) is kept in the expression (not
         divided out) with β's leading order inserted, so the card's local n-slope is
         −2 + 2/Λ ≈ −1.94 at n = 1e3 (E6: "n ≈ −2 minus about 0.05 from Λ")."""
         cal = ("exact GDP path accountant, Δ = 2L/n" if self.calibration == "tight" else
-               "Lemma 3.1 as printed with Δ' = L/n (uncertified, errata 1, 2)")
+               "Lemma 3.1 as printed with Δ' = L/n (uncertified, docs/langevin.md Errata 1, 2)")
         if self.regularize == "none":
             return RateCard(
                 expression=f"L**2*p*log(1/delta)*{_LAMBDA_SC}/(Delta*epsilon**2*n**2)",
                 exponents={"n": -2, "p": 1, "epsilon": -2},
-                citation="GTU Thm 2.3 / §4.3 via A5 (spec §3.2): Õ(L²p log(1/δ)Λ/(mε²n²))",
+                citation="GTU Thm 2.3 / §4.3 via A5 (docs/langevin.md): Õ(L²p log(1/δ)Λ/(mε²n²))",
                 regime="ε ≤ 1 for the ε² law; cap L*D binds while p/β ≳ L*D/10 (n ≲ 200 at p=10)",
                 notes=(f"Calibration: {cal}. Exact on F1 (mean_est): E excess = p/(2β)·"
                        "1/(1 − ηβm/2) at t ≥ t_mix (ULA bias, A2)."))
@@ -380,15 +383,17 @@ class Langevin(Algorithm):
         if self.calibration == "tight":
             charge = Charge(
                 f"langevin path on [0, t={plan.t:.6g}] (β={plan.beta:.6g}, Δ=2L/n), exact GDP",
-                true_eps, delta, "GTU Lemma 2.2 / Lemma 3.1 path bound as GDP (spec A0.5, errata "
-                "1, 2); Dong–Roth–Su GDP → (ε, δ)", certified=True, gdp_mu=mu)
+                true_eps, delta, "GTU Lemma 2.2 / Lemma 3.1 path bound as GDP (A0.5; "
+                "docs/langevin.md Errata 1, 2); Dong–Roth–Su GDP → (ε, δ)", certified=True,
+                gdp_mu=mu)
             return PrivacyLedger((charge,), true_eps, delta, accounting="GDP (exact)"), info
         claimed = lemma31_epsilon(plan.beta, L / n, plan.t, delta)
         info["paper_epsilon"] = claimed
         charge = Charge(
             f"langevin path on [0, t={plan.t:.6g}] (β={plan.beta:.6g}), Lemma 3.1 as printed",
-            claimed, delta, "GTU Lemma 3.1 as printed with Δ' = L/n: ≈ 3.5× optimistic (errata 1: "
-            "constant, 2: sensitivity 2L/n); true ε in info['true_epsilon']", certified=False)
+            claimed, delta, "GTU Lemma 3.1 as printed with Δ' = L/n: ≈ 3.5× optimistic "
+            "(docs/langevin.md Errata 1: constant, 2: sensitivity 2L/n); true ε in "
+            "info['true_epsilon']", certified=False)
         return PrivacyLedger((charge,), claimed, delta, accounting="GTU Lemma 3.1 (paper-literal)",
                              certified=False), info
 
@@ -406,7 +411,7 @@ class Langevin(Algorithm):
                 raise NotApplicable(
                     f"{self.name}: sampler='ou_exact' simulates the unconstrained diffusion; its "
                     f"stationary spread 3√(p/(βa)) = {3 * math.sqrt(p / (plan.beta * a)):.3g} "
-                    f"exceeds the radius {radius:g} of C, where reflection matters (spec A1.8)")
+                    f"exceeds the radius {radius:g} of C, where reflection matters (A1.8)")
             center = theta0 - problem.full_grad(theta0, data) / a  # one full gradient: c = d̄
             raw = ou_path(center, a, theta0=theta0, steps=plan.steps, eta=plan.eta,
                           beta=plan.beta, output=self.output, rng=rng)

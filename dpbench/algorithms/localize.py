@@ -2,8 +2,9 @@
 
 Bassily, Smith and Thakurta, "Private Empirical Risk Minimization: Efficient Algorithms and Tight
 Error Bounds" (FOCS 2014; arXiv:1405.7085): Algorithm 4 with Thm 4.1 (privacy), Lemma 4.2 and
-Thm 4.3 (utility); Appendix B, Thm B.1/B.2. Spec: ``shared/spec/bst14.md`` §2.6, §2.7, §2.8,
-§3.2, §4.7 (O5, O6, KINK-SC), §6.1 (R3, R4, R9), §6.2 (E8), §7.3 items 2 and 5, §8.3.
+Thm 4.3 (utility); Appendix B, Thm B.1/B.2. The radius rules, the output-perturbation constants,
+the KINK-SC oracles O5/O6 with their reference run, and Errata 2 and 5 are in docs/bst14.md
+("Derived constants", "Oracle curves and reference runs", "Errata").
 """
 
 from __future__ import annotations
@@ -32,7 +33,7 @@ from .output_perturbation import OutputPerturbation, SolverGapExceeded
 _SOLVER_GAP = Param(
     1e-10, kind="float", low=0.0, high=math.inf, high_open=True,
     doc="public bound on the solver's certified gap (average scale); inflates the step-1 "
-        "sensitivity by 2·√(2·solver_gap/Δ) (spec §2.6)")
+        "sensitivity by 2·√(2·solver_gap/Δ) (docs/bst14.md)")
 
 
 def localization_region(problem: Problem, theta0: np.ndarray, r0: float) -> Intersection:
@@ -48,12 +49,12 @@ class Localize(Algorithm):
 
     1. **Output perturbation at ε/2** (Algorithm 3, reused from :class:`OutputPerturbation`):
        θ₀ = Π_C(θ̂ + b), b Gamma-norm with scale s = sensitivity/(ε/2), sensitivity
-       2L/(nΔ) + 2√(2·solver_gap/Δ) (spec §2.6; the second term covers the inexact solver).
+       2L/(nΔ) + 2√(2·solver_gap/Δ) (docs/bst14.md; the second term covers the inexact solver).
     2. **Radius** r₀, data-independent (``radius_rule``):
-       ``"quantile"`` (default, [derived], spec §2.7 practical notes) r₀ = Gamma.ppf(1 − n⁻³;
+       ``"quantile"`` (default, [derived], docs/bst14.md) r₀ = Gamma.ppf(1 − n⁻³;
        shape p, scale s), so ‖b‖ ≤ r₀ with probability exactly 1 − n⁻³;
        ``"paper"`` r₀ = ζ·p·s with ζ = 3 log n, i.e. 12·L·p·log n/(Δεn) for an exact solver
-       (Lemma 4.2; **erratum** §7.3 item 2: Algorithm 3 says "ζ < 1" but is used with ζ = 3 log n).
+       (Lemma 4.2; docs/bst14.md Errata 2: Algorithm 3 says "ζ < 1" but is used with ζ = 3 log n).
        Both come from :func:`dpbench.oracles.localize_radius`, which uses the exact-solver scale
        s₀ = 4L/(Δεn). Both rules are linear in the noise scale, so r₀ is rescaled by s/s₀ to
        match the noise actually added in step 1 (otherwise the solver inflation would make the
@@ -63,13 +64,14 @@ class Localize(Algorithm):
     4. **Exponential mechanism on C₀ at ε/2** (Algorithm 2): density ∝ exp(−k′·𝓛(θ; D)) with
        k′ = (ε/2)/(2L‖C₀‖) and the public diameter bound ‖C₀‖ ≤ min(2r₀, ‖C‖), drawn by
        :func:`dpbench.samplers.expmech.sample_expmech` (``sampler``: ``"exact"`` uses the
-       problem's exact sampler, ``"rwm"``/``"mala"`` are MCMC with a nominal guarantee, spec §2.5).
+       problem's exact sampler, ``"rwm"``/``"mala"`` are MCMC with a nominal guarantee,
+       docs/bst14.md).
 
     Privacy (Thm 4.1): basic composition ε/2 + ε/2. The second charge is ``certified=False`` when
     the sampler is MCMC.
 
     Utility (Lemma 4.2, Thm 4.3): θ* ∈ C₀ with probability ≥ 1 − n⁻³, then E[excess] =
-    O(p²L² log n/(nΔε²)) on the sum scale. Oracle O6 (KINK-SC, spec §4.7): E ≈ p/k′ = 8pLr₀/ε.
+    O(p²L² log n/(nΔε²)) on the sum scale. Oracle O6 (KINK-SC, docs/bst14.md): E ≈ p/k′ = 8pLr₀/ε.
     """
 
     name: ClassVar[str] = "localize"
@@ -110,12 +112,12 @@ class Localize(Algorithm):
             exponents={"n": -2, "p": 2, "epsilon": -2},
             citation="BST14 Thm 4.3 (Algorithm 4 with the exponential mechanism)",
             regime=("strongly convex Lipschitz losses; beats OutPert only on non-smooth losses "
-                    "and large n (KINK-SC, p=5, ε=1: crossover n ≈ 2000, spec §8.3); log n gives a "
-                    "local n-slope ≈ −2 + 1/ln n on the average scale"),
-            notes=("Oracle O6 (KINK-SC, spec §4.7): sum-scale E ≈ p/k′ = 8pLr₀/ε, e.g. 5.65 at "
+                    "and large n (KINK-SC, p=5, ε=1: crossover n ≈ 2000, docs/bst14.md); log n "
+                    "gives a local n-slope ≈ −2 + 1/ln n on the average scale"),
+            notes=("Oracle O6 (KINK-SC, docs/bst14.md): sum-scale E ≈ p/k′ = 8pLr₀/ε, e.g. 5.65 at "
                    "n=1e4, p=5, ε=1, L=3 (quantile r₀). The [derived] explicit constant is "
                    "≈ 422·L²p(p+1)log n/(Δε²n) (sum scale). On smooth strongly convex losses "
-                   "plain OutPert (R9s) is better by ~24·log n (spec §2.7): localisation is "
+                   "plain OutPert (R9s) is better by ~24·log n (docs/bst14.md): localisation is "
                    "unnecessary there."),
         )
 
@@ -126,7 +128,7 @@ class Localize(Algorithm):
 
     def oracle_excess(self, data: Dataset, problem: Problem, *, epsilon: float,
                       delta: float) -> float:
-        """O6 (heuristic, spec §4.7) on KINK-SC: p/k′ with k′ = (ε/2)/(2L·‖C₀‖) and the public
+        """O6 (heuristic, docs/bst14.md) on KINK-SC: p/k′ with k′ = (ε/2)/(2L·‖C₀‖) and the public
         ‖C₀‖ = min(2r₀, ‖C‖) this mechanism uses, i.e. 8pLr₀/ε while 2r₀ < ‖C‖."""
         from ..oracles import localize_kink
         from ..problems.kink_sc import KinkSC
@@ -190,8 +192,8 @@ class LocalizeGaussian(Algorithm):
     """Gaussian localisation + noisy SGD on C₀, (ε, δ)-DP (BST14 Appendix B, A4δ; Thm B.1/B.2).
 
     1. **A3δ at (ε/2, δ/2)**: θ₀ = Π_C(θ̂ + b), b ~ N(0, σ₀²I), σ₀ the Gaussian-mechanism σ for the
-       ℓ₂-sensitivity 2L/(nΔ) + 2√(2·solver_gap/Δ) (same sensitivity as Algorithm 3, spec §2.6).
-       **Erratum** (spec §2.8 constant caveat, §7.3 item 5): the paper's σ₀² = 4L²log(1/δ)/(Δ²ε²n²)
+       ℓ₂-sensitivity 2L/(nΔ) + 2√(2·solver_gap/Δ) (same sensitivity as Algorithm 3).
+       **Erratum** (docs/bst14.md Errata 5): the paper's σ₀² = 4L²log(1/δ)/(Δ²ε²n²)
        omits the 2·ln(1.25/δ) factor (≈ 2× too small). ``calibration="analytic"`` (default) uses
        the analytic Gaussian mechanism (Balle–Wang 2018; valid for every ε);
        ``"classical"`` uses σ₀ = sens·√(2 ln(1.25/δ′))/ε′, which needs ε′ = ε/2 < 1 (otherwise
@@ -199,12 +201,12 @@ class LocalizeGaussian(Algorithm):
     2. **Radius**, data-independent (``radius_rule``): ``"paper"`` r₀ = ζ·σ₀·√p with
        ζ = √(3 log n) (Appendix B); ``"quantile"`` (default, [derived]) r₀ = σ₀·√(χ²_p.ppf(1 − n⁻³)),
        so ‖b‖ ≤ r₀ with probability exactly 1 − n⁻³ (the paper's tail statement drops a √p,
-       §7.3 item 5). C₀ = C ∩ B(θ₀, r₀).
+       Errata 5). C₀ = C ∩ B(θ₀, r₀).
     3. **NoisySGD restricted to C₀ at (ε/2, δ/2)** (Algorithm 1 via
        :func:`~dpbench.algorithms.noisy_sgd.noisy_sgd_path`): T = n² − 1 steps from the
        post-processed start Π_{C₀}(θ₀) = θ₀, strongly convex step 1/(Δnt), per-example gradients
        clipped to L, σ = 2nL·z with z = ``calibrate_noisy_sgd(ε/2, δ/2, n, T)`` (RDP accountant,
-       spec §2.1.4); output ``last`` (the paper's) or ``suffix`` average.
+       docs/bst14.md); output ``last`` (the paper's) or ``suffix`` average.
 
     Privacy (Thm B.1): basic composition of (ε/2, δ/2) (Gaussian) and the accounted (≤ ε/2, δ/2).
 
@@ -258,9 +260,9 @@ class LocalizeGaussian(Algorithm):
             expression=expression,
             exponents={"n": -2, "p": 1, "epsilon": -2},
             citation=("BST14 Thm B.2 with NoisySGD-SC (Thm 2.4(2)) and the RDP-calibrated σ "
-                      "(spec §2.1.4) [derived]"),
+                      "[derived, docs/bst14.md]"),
             regime=("strongly convex Lipschitz losses; the cap L*D binds at small n as for "
-                    "noisy_sgd strongly convex (spec §6.3)"),
+                    "noisy_sgd strongly convex (docs/bst14.md)"),
             notes=("Same order as A1-SC (noisy_sgd variant=strongly_convex, accountant σ): the "
                    "paper says A4δ is not needed. The noise is z at (ε/2, δ/2), so the level is "
                    "≈ 4× that of A1-SC at (ε, δ). Oracle O3 applies with that z."),
@@ -314,7 +316,8 @@ class LocalizeGaussian(Algorithm):
         ledger = PrivacyLedger.from_charges(
             Charge(f"localize_gaussian step 1: Gaussian output perturbation ({self.calibration})",
                    half_eps, half_delta,
-                   "BST14 App. B (A3δ), erratum §7.3 item 5: standard Gaussian calibration"),
+                   "BST14 App. B (A3δ) with the standard Gaussian calibration "
+                   "(docs/bst14.md Errata 5)"),
             Charge(f"localize_gaussian step 2: noisy SGD on C ∩ B(θ₀, r₀), {steps} steps "
                    f"(z={z:.6g}, {ACCOUNTING})", eps_sgd, half_delta,
                    "BST14 Thm 2.1 / Thm B.1; RDP of the sampled Gaussian"))

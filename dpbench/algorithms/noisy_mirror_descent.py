@@ -3,44 +3,45 @@
 *Private Stochastic Convex Optimization: Efficient Algorithms for Non-smooth Objectives*
 (arXiv 2002.09609, 2020; authors believed to be Arora, Marinov and Ullah), Algorithm 1 and
 Theorems 2, 5, 6 and Remark 1. The paper's formulas were lost in the text we have: this module
-follows the reconstruction of ``shared/spec/rem-and-mirror-descent.md`` §2.2 [RECON], §2.3, §2.4,
-the errata §2.6 and the pitfalls §6.3 P7/P11. Only the Euclidean potential Φ = ½‖·‖² is
-implemented (the one B analyses, §2.2), so the mirror step is projected SGD; a p-norm potential is
-not offered because B establishes no privacy/utility guarantee for it (§2.2 "Optional extension").
+follows our reconstruction (marked [RECON]) and the errata written down in docs/sco.md, "What is
+reconstructed, and B1's errata" (cited below as B1 errata N). Only the Euclidean potential
+Φ = ½‖·‖² is implemented (the one B analyses), so the mirror step is projected SGD; a p-norm
+potential is not offered because B establishes no privacy/utility guarantee for it (B1 errata 5).
 
-Algorithm (spec §2.2, [RECON] from the prose):
+Algorithm ([RECON] from the prose):
 
 1. w₁ = centre of C (data independent; = Π_C(0) = argmin_C Φ for the sets centred at 0), F = ∅.
 2. While |F| < m = ⌈n/2⌉ and t ≤ T_max = 2n: draw yₜ uniform in [n] **with replacement from all
    n indices** and ξₜ ~ N(0, σ²I). If yₜ ∉ F (fresh): gₜ = clip_L(∇f(wₜ; z_{yₜ})) + ξₜ, record wₜ,
-   F ← F ∪ {yₜ}. Else (seen): gₜ = ξₜ, a noise-only step (it matters for the amplification
-   argument, P11). wₜ₊₁ = Π_C(wₜ − η gₜ).
-3. Output the average of the recorded fresh-step iterates wₜ (Lemma 1; spec §2.6 item 2 on the n
-   vs n/2 inconsistency: the n/2 rule is implemented, ``stop_fraction`` is the knob).
+   F ← F ∪ {yₜ}. Else (seen): gₜ = ξₜ, a noise-only step (the amplification argument needs it).
+   wₜ₊₁ = Π_C(wₜ − η gₜ).
+3. Output the average of the recorded fresh-step iterates wₜ (Lemma 1; B1 errata 2 on the n vs
+   n/2 inconsistency: the n/2 rule is implemented, ``stop_fraction`` is the knob).
 
-Gradient queries are exactly ⌈n/2⌉ (Q9) unless the safety cap binds; the number of iterations τ
-is a coupon-collector time, E τ = n(H_n − H_{n−m}) ≈ n ln 2 (spec §2.2). The cap T_max = 2n makes
-the privacy proof deterministic (no 2e^{−n/16} failure event, Theorem 2). τ depends only on the
-index sequence, never on the data. η = ‖C‖/(√n (L + σ√p)) (Corollary 1 [RECON]; ‖C‖ is the
+Gradient queries are exactly ⌈n/2⌉ unless the safety cap binds; the number of iterations τ is a
+coupon-collector time, E τ = n(H_n − H_{n−m}) ≈ n ln 2 ([derived], docs/sco.md). The cap T_max = 2n
+makes the privacy proof deterministic (no 2e^{−n/16} failure event, Theorem 2). τ depends only on
+the index sequence, never on the data. η = ‖C‖/(√n (L + σ√p)) (Corollary 1 [RECON]; ‖C‖ is the
 diameter, as B's D). Every per-example gradient is clipped to the declared L (house rule; it
 enforces the 2L sensitivity even if L is wrong).
 
-Privacy (spec §2.4), replace-one neighbours, for the total (ε̄, δ̄) the user asks for:
+Privacy (Theorems 5 and 6, as reconstructed in docs/sco.md), replace-one neighbours, for the total
+(ε̄, δ̄) the user asks for:
 
 * one step with ρ fresh is a Gaussian mechanism of ℓ2-sensitivity 2L, (ε̃, δ)-DP; with the index
   uniform over n it is amplified to (ε₀, δ/n), ε₀ = log(1 + (e^ε̃ − 1)/n); steps after ρ was used
   never touch z_ρ (0-DP);
 * advanced composition (Dwork–Rothblum–Vadhan 2010, Thm 3.3) over at most T = 2n steps:
-  ε′ = ε₀√(2T log(1/δ′)) + Tε₀(e^{ε₀} − 1), δ_total = Tδ/n + δ′ = 2δ + δ′ (the erratum §2.6
-  item 2: Theorem 6's δ should be 2δ; we take δ = δ′ = δ̄/3 so that 2δ + δ′ = δ̄ exactly).
+  ε′ = ε₀√(2T log(1/δ′)) + Tε₀(e^{ε₀} − 1), δ_total = Tδ/n + δ′ = 2δ + δ′ (B1 errata 2:
+  Theorem 6's δ should be 2δ; we take δ = δ′ = δ̄/3 so that 2δ + δ′ = δ̄ exactly).
 
 Two calibrations (``calibration``), both recorded in ``Release.info``:
 
 * ``"paper"``: Remark 1 and Theorem 6 literally: ε = ε̄/(4(√log(1/δ′) + 2)), ε̃ = √n·ε,
-  σ = 8L√log(1/δ)/ε̃ = 8L√log(1/δ)/(√n ε) (σ is a standard deviation, erratum §2.6 item 3).
+  σ = 8L√log(1/δ)/ε̃ = 8L√log(1/δ)/(√n ε) (σ is a standard deviation, B1 errata 3).
   Theorem 6's hypothesis ε ≤ 1/(2√n) [RECON of the garbled "12√n"] is the privacy regime; outside
   it the run raises :class:`~dpbench.errors.NotApplicable`. Inside it the corrected composition
-  constant (8, not 4: erratum §2.6 item 2) still gives ε′ ≤ 4ε√log(1/δ′) + 16ε² ≤ ε̄, and the
+  constant (8, not 4: B1 errata 2) still gives ε′ ≤ 4ε√log(1/δ′) + 16ε² ≤ ε̄, and the
   exact ε′ is reported as ``info["composed_epsilon"]``.
 * ``"tight"``: ε̃ is found by root-finding so that the exact ε′ above equals ε̄ (inverting the
   composition), with the classical Gaussian calibration σ = 2L√(2 log(1.25/δ))/ε̃ (Dwork–Roth
@@ -48,14 +49,13 @@ Two calibrations (``calibration``), both recorded in ``Release.info``:
 
 In both modes the ledger records (ε̄, δ̄), certified (the run refuses outside the regime). The
 charge also carries ``gdp_mu = 2L/σ``: given the (data-independent) index sequence z_ρ enters at
-most one step, a Gaussian mechanism of sensitivity 2L (spec §2.4 "Tighter accounting"), and a
-mixture over index sequences of μ-GDP pairs is μ-GDP (joint convexity of the hockey-stick
-divergence).
+most one step, a Gaussian mechanism of sensitivity 2L ([derived], docs/sco.md), and a mixture over
+index sequences of μ-GDP pairs is μ-GDP (joint convexity of the hockey-stick divergence).
 
 ε-path (``epsilon_path``): B's regime is ε̄ ≲ √log(1/δ̄)/√n, so a fixed ε̄ leaves it as n grows
-(spec §6.1 E9, P7). ``"theorem"`` runs E9's own path ε̄ₙ = c·√log(3/δ̄)/√n with c = ``path_c``,
-spending ε̄ₙ, which must not exceed the grid's ε (then a budget cap); ``"budget"`` (default)
-spends the grid's ε.
+(docs/sco.md, "Privacy and its regime"). ``"theorem"`` runs the theorem's own path
+ε̄ₙ = c·√log(3/δ̄)/√n with c = ``path_c`` (experiment E9-B1), spending ε̄ₙ, which must not exceed
+the grid's ε (then a budget cap); ``"budget"`` (default) spends the grid's ε.
 
 Utility (Theorem 6 [RECON], Remark 1): E F(w̄) − min F = O(LD(1/√n + √p·log(3/δ̄)/(ε̄ n))); in the
 regime the privacy term dominates, so at fixed ε̄ the population excess falls like n^−1, and like
@@ -88,13 +88,13 @@ __all__ = ["NoisyMirrorDescent", "Calibration", "calibrate", "composed_epsilon",
 
 CALIBRATIONS = ("paper", "tight")
 
-#: The safety cap on iterations, as a multiple of n (spec §2.2 item 5; Theorem 2's 2n).
+#: The safety cap on iterations, as a multiple of n (ours, docs/sco.md; Theorem 2's 2n).
 CAP_FACTOR = 2
 
 
 @dataclass(frozen=True)
 class Calibration:
-    """The privacy calibration of one B1 run (module docstring; spec §2.4)."""
+    """The privacy calibration of one B1 run (module docstring; docs/sco.md)."""
 
     mode: str
     n: int
@@ -112,7 +112,7 @@ class Calibration:
 def composed_epsilon(eps_step: float, n: int, steps: int, delta_prime: float) -> float:
     """ε′ of ``steps`` (ε₀, ·)-DP steps by advanced composition (DRV10 Thm 3.3), where
     ε₀ = log(1 + (e^ε̃ − 1)/n) is the per-step ε̃ amplified by sampling one index of n
-    (spec §2.4, Theorem 5): ε′ = ε₀√(2T log(1/δ′)) + Tε₀(e^{ε₀} − 1)."""
+    (Theorem 5, docs/sco.md): ε′ = ε₀√(2T log(1/δ′)) + Tε₀(e^{ε₀} − 1)."""
     eps0 = math.log1p(math.expm1(eps_step) / n)
     first = eps0 * math.sqrt(2.0 * steps * math.log(1.0 / delta_prime))
     return first + steps * eps0 * math.expm1(eps0)
@@ -123,7 +123,7 @@ def _regime_error(mode: str, epsilon: float, n: int, delta: float, detail: str,
     return NotApplicable(
         f"noisy_mirror_descent ({mode} calibration): ε̄={epsilon:g} at n={n}, δ̄={delta:g} is "
         f"outside B's privacy regime: {detail}; B1 is private here only for ε̄ ≤ {eps_max:.4g} "
-        "(arXiv 2002.09609 Thm 6 / Remark 1: ε̄ must shrink like 1/√n, spec §2.4, §6.3 P7)")
+        "(arXiv 2002.09609 Thm 6 / Remark 1: ε̄ must shrink like 1/√n; docs/sco.md)")
 
 
 def calibrate(mode: str, n: int, lipschitz: float, epsilon: float, delta: float) -> Calibration:
@@ -131,7 +131,7 @@ def calibrate(mode: str, n: int, lipschitz: float, epsilon: float, delta: float)
 
     ``"paper"``: Remark 1 (ε = ε̄/(4(√log(1/δ′)+2)), σ = 8L√log(1/δ)/(√n ε)), regime ε ≤ 1/(2√n).
     ``"tight"``: ε̃ solves ``composed_epsilon(ε̃, n, 2n, δ′) = ε̄``, σ = 2L√(2 log(1.25/δ))/ε̃,
-    regime ε̃ ≤ 1. Both use δ = δ′ = δ̄/3 (2δ + δ′ = δ̄, erratum §2.6 item 2).
+    regime ε̃ ≤ 1. Both use δ = δ′ = δ̄/3 (2δ + δ′ = δ̄, B1 errata 2 in docs/sco.md).
     """
     if mode not in CALIBRATIONS:
         raise ValueError(f"calibration must be one of {CALIBRATIONS}, got {mode!r}")
@@ -169,7 +169,7 @@ def calibrate(mode: str, n: int, lipschitz: float, epsilon: float, delta: float)
 
 def expected_iterations(n: int, fresh: int) -> float:
     """E τ for ``fresh`` distinct indices drawn with replacement from n: n(H_n − H_{n−fresh})
-    (coupon collector; spec §2.2, ≈ n ln 2 for fresh = n/2), ignoring the cap."""
+    (coupon collector, docs/sco.md; ≈ n ln 2 for fresh = n/2), ignoring the cap."""
     return float(n * sum(1.0 / (n - j) for j in range(fresh)))
 
 
@@ -286,7 +286,7 @@ def osmd_path(problem: Problem, data: Dataset, *, sigma: float, eta: float, lips
 # --- the plugin ----------------------------------------------------------------------------------
 class NoisyMirrorDescent(Algorithm):
     """Noisy OSMD (Φ = ½‖·‖²) with fresh-sample gating, batch 1, one pass over ⌈n/2⌉ fresh points
-    (arXiv 2002.09609 Algorithm 1 [RECON]; spec rem-and-mirror-descent §2.2–§2.4, §2.6).
+    (arXiv 2002.09609 Algorithm 1 [RECON]; docs/sco.md, "What is reconstructed, and B1's errata").
 
     See the module docstring for the algorithm, both calibrations, the privacy regime (refused with
     :class:`~dpbench.errors.NotApplicable` outside it), the ledger and the ε-path option.
@@ -297,7 +297,7 @@ class NoisyMirrorDescent(Algorithm):
                               "gating, ceil(n/2) gradients, for DP-SCO (arXiv 2002.09609 Alg. 1)")
     citation: ClassVar[str] = ("Private Stochastic Convex Optimization: Efficient Algorithms for "
                                "Non-smooth Objectives, arXiv 2002.09609 (2020), Alg. 1, Thm 5, 6, "
-                               "Remark 1 [RECON: spec rem-and-mirror-descent §2]")
+                               "Remark 1 [RECON: docs/sco.md]")
     privacy: ClassVar[str] = "approx"
     requires: ClassVar[tuple[str, ...]] = ("convex", "lipschitz")
     version: ClassVar[str] = "1"
@@ -312,7 +312,8 @@ class NoisyMirrorDescent(Algorithm):
         "epsilon_path": Param(
             "budget", kind="str", choices=("budget", "theorem"),
             doc="budget: spend the grid's epsilon; theorem: spend path_c*sqrt(log(3/delta)/n) "
-                "(E9's path), which must not exceed the grid's epsilon"),
+                "(the theorem's path, experiment E9-B1), which must not exceed the grid's "
+                "epsilon"),
         "path_c": Param(1.0, low=0.0, low_open=True,
                         doc="c of the theorem path eps_n = c*sqrt(log(3/delta))/sqrt(n)"),
     }
@@ -324,16 +325,16 @@ class NoisyMirrorDescent(Algorithm):
 
     # --- declarations -------------------------------------------------------------------------
     def target(self, n: int) -> int:
-        """m = ⌈stop_fraction·n⌉ fresh points (⌈n/2⌉ by default; Q9)."""
+        """m = ⌈stop_fraction·n⌉ fresh points (⌈n/2⌉ by default)."""
         return max(1, min(n, math.ceil(self.stop_fraction * n - 1e-9)))
 
     def cost(self, n: int, p: int) -> float:
-        """≈ E τ·p with E τ ≈ −n·log(1 − stop_fraction) (= n ln 2 by default; spec §2.2)."""
+        """≈ E τ·p with E τ ≈ −n·log(1 − stop_fraction) (= n ln 2 by default; coupon collector)."""
         frac = min(self.stop_fraction, 1.0 - 1.0 / max(n, 2))
         return float(-n * math.log1p(-frac) * p + n)
 
     def rate_card(self) -> RateCard:
-        """Theorem 6 via Remark 1 [RECON], population excess on the average scale (spec §3)."""
+        """Theorem 6 via Remark 1 [RECON], population excess on the average scale (docs/sco.md)."""
         path = self.epsilon_path == "theorem"
         # On the theorem path ε̄ₙ = c·√log(3/δ̄)/√n replaces ε (the grid's ε is only a cap).
         c = repr(float(self.path_c))
@@ -343,11 +344,11 @@ class NoisyMirrorDescent(Algorithm):
             expression=expression,
             exponents={"n": -0.5, "p": 0.5, "epsilon": 0} if path else
             {"n": -1, "p": 0.5, "epsilon": -1},
-            citation=("arXiv 2002.09609 Thm 6 + Remark 1 [RECON], spec rem-and-mirror-descent §2.4 "
-                      "and §3 (a √log(1/δ) factor above the optimal DP-SCO rate)"),
+            citation=("arXiv 2002.09609 Thm 6 + Remark 1 [RECON, docs/sco.md] (a √log(1/δ) "
+                      "factor above the optimal DP-SCO rate)"),
             regime=("private only for ε̄ ≲ 2(√log(3/δ̄)+2)/√n (paper calibration), so the privacy "
                     "term dominates: n-slope −1 at fixed ε̄ while inside the regime, −½ along "
-                    "ε̄ ∝ n^−½ (epsilon_path='theorem'); spec §6.1 E9, §6.3 P7"),
+                    "ε̄ ∝ n^−½ (epsilon_path='theorem', experiment E9-B1); docs/sco.md"),
             notes=("POPULATION excess (DP-SCO); on the theorem path the card substitutes the "
                    "spent ε̄ₙ = path_c·√log(3/δ̄)/√n for ε (the grid's ε is only a budget cap)"),
         )

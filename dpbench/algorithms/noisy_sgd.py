@@ -2,8 +2,9 @@
 
 Bassily, Smith and Thakurta, "Private Empirical Risk Minimization: Efficient Algorithms and Tight
 Error Bounds" (FOCS 2014; arXiv:1405.7085), Algorithm 1, Thm 2.1 (privacy) and Thm 2.4 (utility).
-Spec: ``shared/spec/bst14.md`` §2.1 (incl. 2.1.1–2.1.4), §3.2, §4.7 (oracles O2/O3), §6.1 (R2, R4),
-§6.3 (caps), §7.3 item 9, §8.1–8.2.
+The DP-SGD view of Algorithm 1, the accountant and NoisySGD-T, the cap thresholds, the oracles
+O2/O3 and Errata 9 are written down in docs/bst14.md ("NoisySGD's noise, the accountant and
+NoisySGD-T", "Where the cap binds", "Oracle curves and reference runs", "Errata").
 
 The T-step loop is :func:`noisy_sgd_path`, shared with other mechanisms (Localize-δ runs it on
 C ∩ B(θ₀, r₀)). It has two implementations: a numba-compiled loop, used when the problem has a
@@ -47,7 +48,7 @@ COMPILED_BLOCK = 8 * BLOCK
 VARIANTS = ("lipschitz", "strongly_convex")
 OUTPUTS = ("last", "average", "suffix")
 
-# Rate cards on the AVERAGE scale (the spec's sum-scale bounds divided by n once), keyed by
+# Rate cards on the AVERAGE scale (BST14's sum-scale bounds divided by n once), keyed by
 # (variant, sigma_mode, averaged output?). See NoisySGD.rate_card for the derivations.
 _CARDS: dict[tuple[str, str, bool], tuple[str, str]] = {
     ("lipschitz", "paper", False): (
@@ -57,7 +58,7 @@ _CARDS: dict[tuple[str, str, bool], tuple[str, str]] = {
         "BST14 Thm 2.4(1) with the log T of the last iterate removed by averaging [derived]"),
     ("lipschitz", "accountant", False): (
         "L*D*sqrt(p*log(1/delta))*log(n)/(n*epsilon)",
-        "BST14 Thm 2.4(1) with the RDP-calibrated sigma (spec §2.1.4) [derived]"),
+        "BST14 Thm 2.4(1) with the RDP-calibrated sigma [derived, docs/bst14.md]"),
     ("lipschitz", "accountant", True): (
         "L*D*sqrt(p*log(1/delta))/(n*epsilon)",
         "BST14 Thm 2.4(1) with the RDP-calibrated sigma and averaging [derived]"),
@@ -68,7 +69,7 @@ _CARDS: dict[tuple[str, str, bool], tuple[str, str]] = {
         "BST14 Thm 2.4(2) with the log T removed by suffix averaging [derived]"),
     ("strongly_convex", "accountant", False): (
         "L**2*p*log(1/delta)*log(n)/(n**2*Delta*epsilon**2)",
-        "BST14 Thm 2.4(2) with the RDP-calibrated sigma (spec §2.1.4) [derived]"),
+        "BST14 Thm 2.4(2) with the RDP-calibrated sigma [derived, docs/bst14.md]"),
     ("strongly_convex", "accountant", True): (
         "L**2*p*log(1/delta)/(n**2*Delta*epsilon**2)",
         "BST14 Thm 2.4(2) with the RDP-calibrated sigma and suffix averaging [derived]"),
@@ -76,7 +77,8 @@ _CARDS: dict[tuple[str, str, bool], tuple[str, str]] = {
 
 
 def paper_noise_multiplier(n: int, epsilon: float, delta: float) -> float:
-    """z = σ/(2nL) for the paper's σ² = 32 L² n² log(n/δ) log(1/δ)/ε² (spec §2.1.2)."""
+    """z = σ/(2nL) for the paper's σ² = 32 L² n² log(n/δ) log(1/δ)/ε² ([derived]: Algorithm 1 as
+    DP-SGD, docs/bst14.md)."""
     return math.sqrt(8.0 * math.log(n / delta) * math.log(1.0 / delta)) / epsilon
 
 
@@ -111,7 +113,7 @@ def _inside_all(theta, centers, radii):  # type: ignore[no-untyped-def]
 def project_balls(theta, centers, radii, tol, max_iter):  # type: ignore[no-untyped-def]
     """In place: θ ← Π_{∩ B(centers[b], radii[b])}(θ), compiled.
 
-    One ball: the closed form. Several: Dykstra's alternating projections (spec §2.0) with the
+    One ball: the closed form. Several: Dykstra's alternating projections (Boyle–Dykstra) with the
     stopping rule and final feasibility pass of :meth:`dpbench.constraints.Intersection.project`
     (``tol``, ``max_iter`` are the intersection's), so both agree up to rounding.
     """
@@ -184,7 +186,7 @@ def _sgd_steps(grad, X, y, prm, rng, theta, acc, t_first, m, block, c, sqrt_deca
                 sq += g[j] * g[j]
             gn = math.sqrt(sq)
             a = eta * nf
-            if gn > clip:  # clip to the declared L (spec §2.0)
+            if gn > clip:  # clip to the declared L (docs/bst14.md: the paper does not clip)
                 a *= clip / gn
             for j in range(p):
                 theta[j] = theta[j] - a * g[j] - eta * noise[k, j]
@@ -226,7 +228,7 @@ def step_constant(variant: str, *, n: int, p: int, diameter: float, lipschitz: f
                   sigma: float, strong_convexity: float) -> float:
     """c of η(t) = c/√t (Lipschitz: ‖C‖/√(n²L² + pσ²)) or η(t) = c/t (strongly convex: 1/(Δn)).
 
-    BST14 Thm 2.4; spec §2.1. ‖C‖ is the diameter of the set the path runs in.
+    BST14 Thm 2.4. ‖C‖ is the diameter of the set the path runs in.
     """
     if variant == "lipschitz":
         return diameter / math.sqrt(n * n * lipschitz * lipschitz + p * sigma * sigma)
@@ -249,8 +251,9 @@ def noisy_sgd_path(
 
     From θ₁ = ``constraint.center(p)`` (data-independent), for t = 1, …, ``steps``: draw i uniform
     in [n] and b_t ~ N(0, σ²I_p), set g_t = n·clip_L(∇ℓ(θ_t; dᵢ)) + b_t with L = ``lipschitz``
-    (spec §2.0) and θ_{t+1} = Π_C(θ_t − η(t)·g_t), with η from :func:`step_constant` (``variant``
-    "lipschitz" uses ``constraint.diameter``; "strongly_convex" uses ``strong_convexity``).
+    (clipping is ours, docs/bst14.md) and θ_{t+1} = Π_C(θ_t − η(t)·g_t), with η from
+    :func:`step_constant` (``variant`` "lipschitz" uses ``constraint.diameter``;
+    "strongly_convex" uses ``strong_convexity``).
     Returns the last iterate (``output="last"``), or Π_C of the mean of θ_2, …, θ_{T+1}
     (``"average"``) or of the last ⌈T/2⌉ iterates (``"suffix"``).
 
@@ -333,7 +336,7 @@ def _numpy_loop(problem: Problem, data: Dataset, constraint: ConstraintSet, thet
             g = grad(current, data, idx[k:k + 1])[0]
             gn = sqrt(g.dot(g))
             a = grad_coef[k]
-            if gn > clip:  # clip to the declared L (spec §2.0)
+            if gn > clip:  # clip to the declared L (docs/bst14.md: the paper does not clip)
                 a *= clip / gn
             current = project(current - a * g - step_noise[k])
             if start + k + 1 >= first_kept:
@@ -348,7 +351,8 @@ class NoisySGD(Algorithm):
     For t = 1, …, T = n² − 1: draw i uniformly from [n] (with replacement), b_t ~ N(0, σ² I_p), and
     set g_t = n·clip_L(∇ℓ(θ_t; d_i)) + b_t and θ_{t+1} = Π_C(θ_t − η(t)·g_t), from the
     data-independent start θ_1 = ``constraint.center(p)``. Every per-example (sub)gradient is clipped
-    to the problem's declared L (spec §2.0: enforces the 2nL sensitivity even if L is wrong).
+    to the problem's declared L (not in the paper: it enforces the 2nL sensitivity even if L is
+    wrong; docs/bst14.md).
 
     Step sizes (Thm 2.4): ``variant="lipschitz"``: η(t) = ‖C‖/√(t(n²L² + pσ²)) with ‖C‖ the diameter;
     ``variant="strongly_convex"``: η(t) = 1/(Δnt), which needs a Δ-strongly convex problem.
@@ -358,14 +362,15 @@ class NoisySGD(Algorithm):
     (sampled Gaussian, replace-one, T steps) is at most the target.
 
     Privacy (Thm 2.1). The ledger always reports the **RDP-accounted** ε of the σ actually used, with
-    δ = the target δ. The paper's own proof constants do not close exactly (spec §7.3 item 9: the
-    stated lemmas give ≈ √2·ε), while the accountant shows the paper's σ is ~5× larger than needed
-    (spec §2.1.4, §8.1): at nominal ε = 1, δ = 1e-6, n = 1000 it accounts to ε ≈ 0.17. The paper's
-    nominal ε is kept in ``Release.info["paper_epsilon"]``. In the (rare) regime where the paper's σ
-    does not account to within the target (large ε, large δ), the run raises ``NotApplicable``.
+    δ = the target δ. The paper's own proof constants do not close exactly (docs/bst14.md Errata 9:
+    the stated lemmas give ≈ √2·ε), while the accountant shows the paper's σ is ~5× larger than
+    needed (docs/bst14.md, accountant table): at nominal ε = 1, δ = 1e-6, n = 1000 it accounts to
+    ε ≈ 0.17. The paper's nominal ε is kept in ``Release.info["paper_epsilon"]``. In the (rare)
+    regime where the paper's σ does not account to within the target (large ε, large δ), the run
+    raises ``NotApplicable``.
 
-    Steps (``steps``): 0 (default) runs the paper's T = n² − 1. T ≥ 1 runs "NoisySGD-T" (spec
-    §2.1.1, a derived heuristic, not from the paper; ``Release.info["label"]``): T steps with σ
+    Steps (``steps``): 0 (default) runs the paper's T = n² − 1. T ≥ 1 runs "NoisySGD-T" (a derived
+    heuristic, not from the paper, docs/bst14.md; ``Release.info["label"]``): T steps with σ
     accounted, and in ``"accountant"`` mode calibrated, for T steps; the Lipschitz step size uses
     that σ.
 
@@ -406,7 +411,7 @@ class NoisySGD(Algorithm):
         "steps": Param(
             0, kind="int", low=0,
             doc="number of steps T: 0 = n²−1 (the paper); T ≥ 1 = 'NoisySGD-T', σ accounted for "
-                "T steps (spec §2.1.1, derived heuristic, not from the paper)"),
+                "T steps (derived heuristic, not from the paper; docs/bst14.md)"),
     }
 
     # --- declarations -------------------------------------------------------------------------
@@ -428,10 +433,11 @@ class NoisySGD(Algorithm):
         Sum → average divides once by n: Thm 2.4(1) L‖C‖ log^{3/2}(n/δ) √(p log(1/δ))/ε becomes
         ``L*D*sqrt(p*log(1/delta))*log(n/delta)**1.5/(n*epsilon)`` (R2), and Thm 2.4(2)
         L² log²(n/δ) p log(1/δ)/(nΔε²) becomes ``.../(n**2*Delta*epsilon**2)`` (R4).
-        The logs have two sources (spec §3.3): √(log(n/δ) log(1/δ)) from σ (squared for (2)), and
-        one log(n/δ) bounding the log T of last-iterate SGD (Shamir–Zhang 2013, Lemmas 2.5/2.6).
-        With the accountant σ the noise multiplier is n-free, z ≈ √log(1/δ)/ε up to constants
-        (spec §2.1.4), so the σ-part becomes √log(1/δ) and the log T part stays as log(n).
+        The logs have two sources (docs/bst14.md): √(log(n/δ) log(1/δ)) from σ (squared for (2)),
+        and one log(n/δ) bounding the log T of last-iterate SGD (Shamir–Zhang 2013, Lemmas
+        2.5/2.6). With the accountant σ the noise multiplier is n-free, z ≈ √log(1/δ)/ε up to
+        constants (docs/bst14.md, accountant table), so the σ-part becomes √log(1/δ) and the log T
+        part stays as log(n).
         Averaging removes the log T factor [derived]: a uniform average with η ∝ 1/√t
         gives O(‖C‖G/√T) on Lipschitz losses; on strongly convex losses only the suffix average
         does (Rakhlin–Shamir–Sridharan 2012), so ``average`` keeps the last-iterate card there.
@@ -440,8 +446,9 @@ class NoisySGD(Algorithm):
             self.output == "average" and self.variant == "lipschitz")
         expression, citation = _CARDS[(self.variant, self.sigma_mode, averaged)]
         if self.steps > 0:
-            citation += (f"; NoisySGD-T (T = {self.steps} steps, spec §2.1.1 [derived heuristic]): "
-                         "the card assumes T ≳ n²ε²/log(1/δ), where the noise term is unchanged")
+            citation += (f"; NoisySGD-T (T = {self.steps} steps, [derived heuristic], "
+                         "docs/bst14.md): the card assumes T ≳ n²ε²/log(1/δ), where the noise "
+                         "term is unchanged")
         z_part = ("paper σ: z = √(8 log(n/δ) log(1/δ))/ε ≈ 48 at p=10, ε=1, δ=1e-6"
                   if self.sigma_mode == "paper" else
                   "accountant σ: z ≈ 9.1 at ε=1, δ=1e-6, for any n")
@@ -451,26 +458,28 @@ class NoisySGD(Algorithm):
                 exponents={"n": -1, "p": 0.5, "epsilon": -1},
                 citation=citation,
                 regime=("cap L*D binds for n ≲ z·√p (LB-Lin: ≈ 150 paper σ, ≈ 29 accountant σ, "
-                        "at p=10, ε=1; fully flat only at ≈ 3× that); spec §6.3"),
+                        "at p=10, ε=1; fully flat only at ≈ 3× that); docs/bst14.md"),
                 notes=(f"{z_part}. Omits the non-private SGD floor L*D*log(n)/n (visible at "
-                       "ε ≳ 10). Oracle O2 on LB-Lin: average excess ≈ R·L·z·√p/n (spec §4.7)."),
+                       "ε ≳ 10). Oracle O2 on LB-Lin: average excess ≈ R·L·z·√p/n "
+                       "(docs/bst14.md)."),
             )
         return RateCard(
             expression=expression,
             exponents={"n": -2, "p": 1, "epsilon": -2},
             citation=citation,
             regime=("cap L*D binds for n ≲ L·z·√(c·p/(Δ·L·D)), c ≈ 2–6 (LB-Quad, p=10, L=2: "
-                    "≈ 100–200 accountant σ, ≈ 400–1000 paper σ); spec §6.3"),
+                    "≈ 100–200 accountant σ, ≈ 400–1000 paper σ); docs/bst14.md"),
             notes=(f"{z_part}. Omits the non-private SGD floor L**2*log(n)/(n**2*Delta). Oracle O3 "
-                   "on a quadratic: average excess ≈ Δv/(2n²) + 2pL²z²/(n²Δ) (spec §4.7)."),
+                   "on a quadratic: average excess ≈ Δv/(2n²) + 2pL²z²/(n²Δ) (docs/bst14.md)."),
         )
 
     # --- running ------------------------------------------------------------------------------
     def oracle_excess(self, data: Dataset, problem: Problem, *, epsilon: float,
                       delta: float) -> float:
-        """Spec §4.7 oracles for the last iterate with T = n² − 1 (heuristics, validated §8.2):
-        O2 min(R·M, R·L·z·√p)/n on LB-Lin (Lipschitz steps), O3 Δv/(2n²) + 2pL²z²/(n²Δ) on LB-Quad
-        (strongly convex steps), v = (1/n)Σ‖dᵢ − q‖². NaN for other configurations."""
+        """Oracles of docs/bst14.md for the last iterate with T = n² − 1 (heuristics, checked by
+        our reference runs): O2 min(R·M, R·L·z·√p)/n on LB-Lin (Lipschitz steps),
+        O3 Δv/(2n²) + 2pL²z²/(n²Δ) on LB-Quad (strongly convex steps), v = (1/n)Σ‖dᵢ − q‖². NaN
+        for other configurations."""
         from ..oracles import noisy_sgd_lblin, noisy_sgd_quadratic
         from ..problems.lb_lin import LBLin
         from ..problems.lb_quad import LBQuad

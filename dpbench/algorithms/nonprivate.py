@@ -15,14 +15,16 @@ from ..problem import Dataset, Problem
 class NonPrivateERM(Algorithm):
     """Non-private empirical risk minimisation: returns ``problem.solve(data).theta``.
 
-    The reference every private mechanism is compared against (spec §1.5, §2.0 "exact minimizer").
-    Its excess empirical risk (average scale) is at most the solver's certified gap
-    ``Optimum.gap``, which is recorded in ``Release.info``. Privacy: none (ε = ∞). No rate card.
+    The reference every private mechanism is compared against: BST14's excess empirical risk is
+    measured against θ* = argmin_C of the empirical loss, so the solver's gap must be far below the
+    smallest excess measured. Its excess empirical risk (average scale) is at most the solver's
+    certified gap ``Optimum.gap``, which is recorded in ``Release.info``. Privacy: none (ε = ∞).
+    No rate card.
     """
 
     name: ClassVar[str] = "nonprivate_erm"
     summary: ClassVar[str] = "Non-private certified ERM solution (reference)"
-    citation: ClassVar[str] = "BST14 §1.5: θ* = argmin over C of the empirical loss"
+    citation: ClassVar[str] = "BST14 §1: θ* = argmin over C of the empirical loss"
     privacy: ClassVar[str] = "none"
     requires: ClassVar[tuple[str, ...]] = ("convex",)
     version: ClassVar[str] = "1"

@@ -1,12 +1,11 @@
-"""B1 ``ObjPert``: objective perturbation (BST14 Appendix E, Thm E.1/E.2; spec §2.9).
+"""B1 ``ObjPert``: objective perturbation (BST14 Appendix E, Thm E.1/E.2).
 
 θ_priv = argmin_{θ∈C} 𝓛(θ; D) + (Λ/2)‖θ‖² + ⟨b, θ⟩ on the SUM scale (Chaudhuri, Monteleoni,
 Sarwate, JMLR 2011 [CMS11], Algorithm 2 / Thm 9; Kifer, Smith, Thakurta, COLT 2012 [KST12],
-objective perturbation over a closed convex C). Spec §2.9 caveat: BST14 prints only the shorthand
-"Δ ≥ β/(2ε)"; the precondition implemented here is derived from the CMS11/KST12 change-of-variables
-proof, stated exactly below, and the Gaussian noise is calibrated by
-:mod:`dpbench.privacy.gaussian` (§7.3 item 6, §2.8 constant caveat) instead of the printed
-8L²log(1/δ)/ε².
+objective perturbation over a closed convex C). BST14 prints only the shorthand "Δ ≥ β/(2ε)"; the
+precondition implemented here is derived from the CMS11/KST12 change-of-variables proof, stated
+exactly below, and the Gaussian noise is calibrated by :mod:`dpbench.privacy.gaussian` instead of
+the printed 8L²log(1/δ)/ε² (docs/bst14.md Errata 5 and 6).
 
 **Privacy proof skeleton (CMS11 Thm 9, KST12).** For a smooth loss the output determines b
 through the first-order condition, and the output density is the noise density at b(θ) times a
@@ -44,8 +43,8 @@ an isotropic quadratic (LB-Quad, LB-Lin), the minimiser is exact in closed form 
 spent.
 
 Refuses non-smooth problems (β = ∞: hinge, 1-median, KINK-SC, HUB-1D) with ``NotApplicable``:
-the change-of-variables proof needs a twice-differentiable loss (spec §2.9: restrict B1 to smooth
-losses).
+the change-of-variables proof needs a twice-differentiable loss (docs/bst14.md, "Derived
+constants": objective perturbation is restricted to smooth losses).
 """
 
 from __future__ import annotations

@@ -24,21 +24,21 @@ class OutputPerturbation(Algorithm):
 
     θ* = argmin_C of the average loss, from ``problem.solve(data)``. On the average scale the
     objective is Δ-strongly convex and replacing one example moves its gradient by at most 2L/n, so
-    ‖θ*(D) − θ*(D′)‖ ≤ 2L/(nΔ) (spec §2.6; Chaudhuri–Monteleoni–Sarwate 2011). The noise has density
-    ∝ exp(−‖b‖/s) (spec §2.0) with s = sensitivity/ε, which gives ε-DP; the paper's density
-    exp(−(nΔε/(2L))‖b‖) is the same thing (erratum §7.3 item 2: the conference version's
-    "αΔε/(2L)" is a typo for nΔε/(2L)).
+    ‖θ*(D) − θ*(D′)‖ ≤ 2L/(nΔ) (Chaudhuri–Monteleoni–Sarwate 2011; docs/bst14.md, "Derived
+    constants"). The noise has density ∝ exp(−‖b‖/s) with s = sensitivity/ε, which gives ε-DP; the
+    paper's density exp(−(nΔε/(2L))‖b‖) is the same thing (docs/bst14.md Errata 2: the conference
+    version's "αΔε/(2L)" is a typo for nΔε/(2L)).
 
-    Inexact solver (spec §2.6 practical notes). The solver returns θ̂ with certified gap
+    Inexact solver ([derived], same docs section). The solver returns θ̂ with certified gap
     F(θ̂) − F(θ*) ≤ gap; Δ-strong convexity of the average objective F gives
     ‖θ̂ − θ*‖ ≤ tol_θ = √(2·gap/Δ), so the sensitivity of θ̂ is at most 2L/(nΔ) + 2·tol_θ. The gap
     actually achieved is data-dependent and must not set the noise: tol_θ is computed from the
     **public** bound ``solver_gap``, and a run whose certified gap exceeds it raises
     :class:`SolverGapExceeded` rather than releasing an under-noised estimate.
 
-    Utility (spec §2.6, §6.1 R9; average scale): on non-smooth losses E[excess] ≤ L·E‖b‖ =
-    L·p·s = 2L²p/(nΔε) (flat in n on the sum scale); on β-smooth losses (R9s)
-    E ≤ (β/2)·E‖b‖² = 2βL²p(p+1)/(n²Δ²ε²).
+    Utility ([derived], R9 in docs/bst14.md; average scale): on non-smooth losses
+    E[excess] ≤ L·E‖b‖ = L·p·s = 2L²p/(nΔε) (flat in n on the sum scale); on β-smooth losses
+    (R9s) E ≤ (β/2)·E‖b‖² = 2βL²p(p+1)/(n²Δ²ε²).
     """
 
     name: ClassVar[str] = "output_perturbation"
@@ -60,7 +60,7 @@ class OutputPerturbation(Algorithm):
         return RateCard(
             expression="2*L**2*p/(n*Delta*epsilon)",
             exponents={"n": -1, "p": 1, "epsilon": -1},
-            citation="BST14 Alg. 3 with spec §2.6 [derived]: E ≤ L·E‖b‖, E‖b‖ = 2Lp/(nΔε)",
+            citation="BST14 Alg. 3 with [derived] (docs/bst14.md): E ≤ L·E‖b‖, E‖b‖ = 2Lp/(nΔε)",
             regime=("non-smooth strongly convex losses (worst case, e.g. KINK-SC); "
                     "the constant 2 is explicit, not hidden"),
             notes=("On β-smooth losses the tighter R9s applies: 2*beta*L**2*p*(p+1)/"
@@ -70,8 +70,9 @@ class OutputPerturbation(Algorithm):
 
     def oracle_excess(self, data: Dataset, problem: Problem, *, epsilon: float,
                       delta: float) -> float:
-        """Spec §4.7: O5 2pL/(nΔε) on KINK-SC (first-order, heuristic), O4 2βL²p(p+1)/(n²Δ²ε²)
-        on LB-Quad (exact while the projection is inactive); both with the exact-solver noise."""
+        """Oracles of docs/bst14.md: O5 2pL/(nΔε) on KINK-SC (first-order, heuristic),
+        O4 2βL²p(p+1)/(n²Δ²ε²) on LB-Quad (exact while the projection is inactive); both with the
+        exact-solver noise."""
         from ..oracles import outpert_kink, outpert_smooth_quadratic
         from ..problems.kink_sc import KinkSC
         from ..problems.lb_quad import LBQuad

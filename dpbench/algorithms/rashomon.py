@@ -1,8 +1,8 @@
 """GTU A6: the differentially private uniform sampler from the Rashomon set (ψ > 0).
 
-Ganesh, Thakurta, Upadhyay (GTU), Definition 1.4, Theorems 2.1, 2.4, 2.7, B.6; spec
-``shared/spec/langevin-rashomon.md`` §1.5, A0.2, A0.3, A3, A4, A6, §6 E10/E11, errata §8 items 2, 3,
-20, 21.
+Ganesh, Thakurta, Upadhyay (GTU), Definition 1.4, Theorems 2.1, 2.4, 2.7, B.6. The labels A0.1–A6,
+the errata and pitfall numbers below refer to docs/langevin.md ("Mechanism labels", "Errata",
+"Pitfalls"); the exact radial law on F1 is in its section "The Rashomon law on F1".
 
 Target: π_{β,ψ} ∝ exp(−β·max{𝓛(θ; D), 𝓛* + ψ})·1_C (𝓛 average loss, 𝓛* = min_C 𝓛 from the
 problem's certified solver, A0.1). Conditioned on landing in the Rashomon set
@@ -11,19 +11,19 @@ outside (Definition 1.4 items 1–2); E[𝓛] ≤ 𝓛* + ψ + p/β for convex l
 
 Regimes (``regime``):
 
-* ``pure``: β = εn/(2L‖C‖) (Algorithm 2; erratum 20 — the exact constant), ε-DP for every ψ,
+* ``pure``: β = εn/(2L‖C‖) (Algorithm 2; Errata 20 — the exact constant), ε-DP for every ψ,
   without convexity (T2.1: 𝓛 and 𝓛* each move by ≤ L‖C‖/n, max is 1-Lipschitz).
 * ``approx``: the A4 (T2.7) calibration with the thresholded gradient sensitivity
-  Δ_ψ = 2L/n + √(2Mψ) (errata 2 and 3: replace-one gives 2L/n, smoothness gives √(2Mψ) inside G —
+  Δ_ψ = 2L/n + √(2Mψ) (Errata 2 and 3: replace-one gives 2L/n, smoothness gives √(2Mψ) inside G —
   **only when θ* is a stationary point**, so a minimiser on ∂C makes the cell not applicable).
   The ψ = 0 calibrations of :mod:`dpbench.privacy.langevin` are written with Δ = 2L/n; the
-  [derived] substitution L → nΔ_ψ/2 gives T2.7's max{L²/n², Mψ} dependence (erratum 21: regime
+  [derived] substitution L → nΔ_ψ/2 gives T2.7's max{L²/n², Mψ} dependence (Errata 21: regime
   restrictions apply; no hitting guarantee is known for (ε, δ) Rashomon samplers). The
-  stationarity check reads the data (‖∇𝓛(θ*)‖ ≤ 1e-8·L): like the spec's "assert an interior
-  minimiser" it is a precondition of the theorem, reported as not applicable, not a release.
+  stationarity check reads the data (‖∇𝓛(θ*)‖ ≤ 1e-8·L): like any check that the minimiser is
+  interior it is a precondition of the theorem, reported as not applicable, not a release.
 
 ``samples`` = k draws; privacy composes (k·(ε/k) pure, k·(ε/k, δ/k) approx: each draw is calibrated
-at ε/k (δ/k), spec pitfall 11). The release is the first draw; all draws are in ``info``.
+at ε/k (δ/k), Pitfalls 11). The release is the first draw; all draws are in ``info``.
 
 Samplers: ``exact`` — the problem's :meth:`~dpbench.problem.Problem.rashomon_sampler` (F1 radial
 mixture, :mod:`dpbench.samplers.rashomon`), certified; ``rwm``/``mala`` — the MCMC chains of
@@ -62,7 +62,8 @@ STATIONARY_RTOL = 1e-8
 
 
 def rashomon_sensitivity(L: float, M: float, n: int, psi: float) -> float:
-    """Δ_ψ = 2L/n + √(2Mψ): gradient sensitivity of the thresholded loss (errata 2, 3; A0.3)."""
+    """Δ_ψ = 2L/n + √(2Mψ): gradient sensitivity of the thresholded loss (docs/langevin.md Errata
+    2, 3; A0.3)."""
     return 2.0 * L / n + math.sqrt(2.0 * M * psi)
 
 
@@ -117,7 +118,7 @@ class Rashomon(Algorithm):
     summary: ClassVar[str] = ("DP uniform sampler from the Rashomon set {L <= L* + psi}: Gibbs law "
                               "of max(L, L* + psi), pure or (ε,δ) β (GTU A6)")
     citation: ClassVar[str] = ("Ganesh, Thakurta, Upadhyay (2023), Def. 1.4, Thm 2.1/2.4/2.7/B.6; "
-                               "spec langevin-rashomon A6, errata 2, 3, 20, 21")
+                               "docs/langevin.md A6, Errata 2, 3, 20, 21")
     privacy: ClassVar[str] = "pure"
     requires: ClassVar[tuple[str, ...]] = ("convex", "lipschitz")
     version: ClassVar[str] = "1"
@@ -166,9 +167,10 @@ class Rashomon(Algorithm):
                 expression=(f"{psi!r} + {k * k}*p*(2*L/n + sqrt(2*beta*{psi!r}))**2"
                             f"*log({k}/delta)/(4*Delta*epsilon**2)"),
                 exponents={"n": -2, "p": 1, "epsilon": -2},
-                citation="GTU Thm 2.7 + T2.4: ψ + p/β with Δ_ψ = 2L/n + √(2Mψ) (errata 2, 3)",
+                citation=("GTU Thm 2.7 + T2.4: ψ + p/β with Δ_ψ = 2L/n + √(2Mψ) "
+                          "(docs/langevin.md Errata 2, 3)"),
                 regime="regime (ii) ψ ≤ 2L²/(Mn²): n^−2; above, Δ_ψ ≈ √(2Mψ) and the bound is "
-                       "flat in n (regime (i), erratum 21)",
+                       "flat in n (regime (i), docs/langevin.md Errata 21)",
                 notes="psi is embedded as a number (sweep it with expect: entries); beta is the "
                       "smoothness M, Delta the strong convexity m")
         return RateCard(
@@ -181,9 +183,9 @@ class Rashomon(Algorithm):
 
     def oracle_excess(self, data: Dataset, problem: Problem, *, epsilon: float,
                       delta: float) -> float:
-        """E[𝓛 − 𝓛*] of the unconstrained radial law on ``mean_est`` (spec §5 F1, §9.2:
-        :func:`dpbench.samplers.rashomon.expected_excess`; exact when the truncation to C is
-        negligible); NaN elsewhere."""
+        """E[𝓛 − 𝓛*] of the unconstrained radial law on ``mean_est`` (docs/langevin.md, "The
+        Rashomon law on F1": :func:`dpbench.samplers.rashomon.expected_excess`; exact when the
+        truncation to C is negligible); NaN elsewhere."""
         from ..problems.mean_est import MeanEst
         from ..samplers.rashomon import expected_excess
 
@@ -216,7 +218,7 @@ class Rashomon(Algorithm):
                 raise NotApplicable(
                     f"rashomon(regime='approx'): θ* is not a stationary point (‖∇𝓛(θ*)‖ = "
                     f"{grad_norm:.3g}, a minimiser on ∂C); the √(2Mψ) sensitivity bound needs an "
-                    "interior minimiser (errata 2, 3)")
+                    "interior minimiser (docs/langevin.md Errata 2, 3)")
         return rashomon_beta(self.regime, self.calibration, epsilon / k, delta / k, n, L,
                              float(problem.constraint.diameter), float(problem.strong_convexity),
                              float(problem.smoothness), self.psi)
@@ -252,7 +254,7 @@ class Rashomon(Algorithm):
             radii.append(float(np.linalg.norm(theta - opt.theta)) / math.sqrt(2 * self.psi / m))
             theorem = ("GTU Thm 2.1 (ε-DP for every ψ, β = εn/(2L‖C‖))" if self.regime == "pure"
                        else f"GTU Thm 2.7 ({self.calibration}) with Δ_ψ = 2L/n + √(2Mψ) "
-                            "(errata 2, 3)")
+                            "(docs/langevin.md Errata 2, 3)")
             if not certified:
                 theorem += "; " + mcmc_theorem_note(self.sampler)
             charges.append(Charge(f"Rashomon Gibbs draw (ψ={self.psi:g}, {self.sampler})",

@@ -1,19 +1,20 @@
-"""B3: regularised output perturbation for Lipschitz, non-smooth losses (spec §2.11 [derived];
-§6.1 R12). Not in BST14; a "previous-work-style" ε-DP baseline.
+"""B3: regularised output perturbation for Lipschitz, non-smooth losses ([derived]; R12). Not in
+BST14; a "previous-work-style" ε-DP baseline, derived in docs/bst14.md, "Derived constants".
 
-1. Add a ridge (Λ/2)‖θ‖² to every example (average scale: per-example Δ = Λ, spec §1.1 pitfall),
-   building the problem with ``ridge`` raised by Λ; the folded constants are L′ = L + ΛR and
-   Δ′ = ridge₀ + Λ (the problem's own constants after the change, R = radius = ‖C‖/2).
+1. Add a ridge (Λ/2)‖θ‖² to every example (a ridge on the average objective is per-example Δ = Λ; on
+   the sum it would be Λ/n), building the problem with ``ridge`` raised by Λ; the folded constants
+   are L′ = L + ΛR and Δ′ = ridge₀ + Λ (the problem's own constants after the change,
+   R = radius = ‖C‖/2).
 2. Run BST14 Algorithm 3 standalone (:class:`OutputPerturbation`, Gamma-norm noise of scale
    sensitivity/ε with sensitivity 2L′/(nΔ′) plus its solver-gap inflation) on that problem.
 
 **Choice of Λ, with the scale conversion.** On the sum scale the regularised objective is
 Σᵢℓ(θ; dᵢ) + n(Λ/2)‖θ‖², so the bias on the original objective is ≤ nΛR²/2, and the non-smooth
-output-perturbation excess is ≤ nL′·E‖b‖ = nL′·p·2L′/(nΛε) ≈ 2pL²/(Λε) (spec §2.6). Balancing
-nR²/2 = 2pL²/(Λ²ε) gives the per-example (average-scale) Λ = 2L·√(p/(nε))/R, and sum-scale excess
-≈ 2·nΛR²/2 = 2LR√(pn/ε) = L‖C‖√(pn/ε) (R12), i.e. ``L*D*sqrt(p/(n*epsilon))`` on the average
-scale. ``lambda_scale`` multiplies Λ. The excess is measured on the ORIGINAL problem (the engine
-evaluates the release on the problem it was given).
+output-perturbation excess is ≤ nL′·E‖b‖ = nL′·p·2L′/(nΛε) ≈ 2pL²/(Λε) (BST14 Algorithm 3 on a
+non-smooth loss). Balancing nR²/2 = 2pL²/(Λ²ε) gives the per-example (average-scale)
+Λ = 2L·√(p/(nε))/R, and sum-scale excess ≈ 2·nΛR²/2 = 2LR√(pn/ε) = L‖C‖√(pn/ε) (R12), i.e.
+``L*D*sqrt(p/(n*epsilon))`` on the average scale. ``lambda_scale`` multiplies Λ. The excess is
+measured on the ORIGINAL problem (the engine evaluates the release on the problem it was given).
 """
 
 from __future__ import annotations
@@ -40,13 +41,14 @@ def regularized_problem(problem: Problem, extra_ridge: float) -> Problem:
 
 
 class RegularizedOutputPerturbation(Algorithm):
-    """Ridge Λ = 2L√(p/(nε))/R per example, then BST14 Alg. 3 (spec §2.11, [derived])."""
+    """Ridge Λ = 2L√(p/(nε))/R per example, then BST14 Alg. 3 ([derived], docs/bst14.md)."""
 
     name: ClassVar[str] = "regularized_output_perturbation"
     summary: ClassVar[str] = ("Ridge-regularised ERM plus Gamma-norm output noise for non-smooth "
-                              "Lipschitz losses (spec §2.11, derived baseline)")
-    citation: ClassVar[str] = ("Spec bst14.md §2.11 [derived]; Chaudhuri, Monteleoni, Sarwate "
-                               "(JMLR 2011); Bassily, Smith, Thakurta (FOCS 2014), Algorithm 3")
+                              "Lipschitz losses (derived baseline, docs/bst14.md)")
+    citation: ClassVar[str] = ("[derived] baseline, docs/bst14.md 'Derived constants'; Chaudhuri, "
+                               "Monteleoni, Sarwate (JMLR 2011); Bassily, Smith, Thakurta (FOCS "
+                               "2014), Algorithm 3")
     privacy: ClassVar[str] = "pure"
     requires: ClassVar[tuple[str, ...]] = ("convex", "lipschitz")
     version: ClassVar[str] = "1"
@@ -75,7 +77,7 @@ class RegularizedOutputPerturbation(Algorithm):
         return RateCard(
             expression="L*D*sqrt(p/(n*epsilon))",
             exponents={"n": -0.5, "p": 0.5, "epsilon": -0.5},
-            citation="spec §2.11 / §6.1 R12 [derived]: bias nΛR²/2 + noise 2pL²/(Λε), optimised Λ",
+            citation="R12 [derived] (docs/bst14.md): bias nΛR²/2 + noise 2pL²/(Λε), optimised Λ",
             regime="Lipschitz, non-smooth convex losses with a ridge parameter",
             notes=("L is the problem's declared L before the extra ridge; the folded "
                    "L′ = L + ΛR → L as n grows. Constant 1 (balanced terms give exactly "

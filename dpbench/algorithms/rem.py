@@ -3,20 +3,21 @@
 S. Gopi, Y. T. Lee, D. Liu, "Private Convex Optimization via Exponential Mechanism" (COLT 2022):
 Theorems 4/13 and Cor. 14 (GDP of strongly log-concave Lipschitz perturbations), Theorems 25/27
 (DP-ERM), 28/29 (DP-SCO), the "moreover" parts (already strongly convex losses), Theorems 16/17
-and Algorithms 1–2 (the sampler). Spec: ``shared/spec/rem-and-mirror-descent.md`` §1.2–§1.5,
-errata §1.8, §3, §6.1–§6.3, §7.2.
+and Algorithms 1–2 (the sampler). The mode labels A1–A3, the sampler labels S1/S2 and the errata
+and pitfall numbers below refer to docs/rem.md ("The mechanism", "Samplers and what is certified",
+"Exact 𝒢_y draws (S2)", "Errata", "Pitfalls").
 
 The release is x ~ π ∝ exp(−k·F(x; D) − (kμ/2)‖x − c‖²) on C, F the average loss, c the public
-centre of C (erratum §1.8 item 5). It is γ-GDP with γ = G_diff·√k/(n·√μ) (Thm 25/28), G_diff = 2L
-from the declared Lipschitz constant L (spec §1.1, pitfall P5: |f(x; s) − f(x; s')| differences
-are 2L-Lipschitz; the sampler uses G_f = L). (μ, k) come from
+centre of C (Errata 5). It is γ-GDP with γ = G_diff·√k/(n·√μ) (Thm 25/28), G_diff = 2L from the
+declared Lipschitz constant L (pitfall P5: f(x; s) − f(x; s') differences are 2L-Lipschitz; the
+sampler uses G_f = L). (μ, k) come from
 :func:`dpbench.privacy.gdp_calibration.rem_calibration`:
 
 * ``mode``: ``erm`` (A1), ``sco`` (A2, population rate; the bound is Theorem 28 with the G² of
-  erratum §1.8 item 1) or ``strongly_convex`` (A3: no regulariser, k = s²n²λ/G², λ the problem's
+  Errata 1) or ``strongly_convex`` (A3: no regulariser, k = s²n²λ/G², λ the problem's
   declared per-example Δ);
 * ``calibration``: ``exact`` (s* by root-finding on the Gaussian curve) or ``paper`` (the Lemma 26
-  closed forms with corrected parentheses, erratum §1.8 item 2; pitfall P6).
+  closed forms with corrected parentheses, Errata 2; pitfall P6).
 
 Samplers (``sampler``):
 
@@ -25,7 +26,7 @@ Samplers (``sampler``):
 * ``alternating``: S1 + Algorithm 2 (:mod:`dpbench.samplers.alternating`) from the centre of C,
   with η and the theory T of Theorem 17 computed from public quantities (c_η, C_T; pitfall P2),
   the TV budget τ = δ/(3(1 + e^ε)) and the mechanism's δ_mech = 2δ/3. At ``steps_scale`` = 1 the
-  ledger pays δ_mech' + (1 + e^ε)τ (erratum §1.8 item 3, pitfall P1) and is certified in (ε, δ)
+  ledger pays δ_mech' + (1 + e^ε)τ (Errata 3, pitfall P1) and is certified in (ε, δ)
   only (TV gives no GDP); ``steps_scale`` < 1 runs a fraction of T (theory T is ~1e8–1e9 at
   εn ~ 10³, pitfall P10): the output is NOT within τ of π, so the ledger says
   ``certified=False`` with the reason. ``func_queries`` counts the sampler's value queries.
@@ -59,14 +60,14 @@ _CARDS = {
         exponents={"n": -1, "p": 0.5, "epsilon": -1},
         citation="GLL'22 Thm 27 (A1): GD√d/(nA), A = √(log(3/(4δ))+ε) − √log(3/(4δ)), G = 2L",
         regime="ε-slope −1 for ε ≪ log(1/δ), → −1/2 for ε ≳ log(1/δ); cap L·D when n ≲ √p/ε",
-        notes="G_diff = 2L (spec §1.1); exact calibration improves the constant (s* vs √2·A)."),
+        notes="G_diff = 2L (docs/rem.md); exact calibration improves the constant (s* vs √2·A)."),
     "sco": RateCard(
         expression="2*L*D*(2*sqrt(p*log(1/delta))/(epsilon*n) + 2/sqrt(n))",
         exponents={"n": -1, "p": 0.5, "epsilon": -1},
         citation="GLL'22 Thm 29 (A2): GD(2√(d log(1/δ))/(εn) + 2/√n), ε, δ < 1/10, G = 2L",
         regime="population excess; n-slope −1 for n ≪ n* = d log(1/δ)/ε², then −1/2 (hard P2h)",
         quantity="excess_population_risk",
-        notes="Bound of Thm 28 with the G²/(μn) of erratum §1.8 item 1."),
+        notes="Bound of Thm 28 with the G²/(μn) of docs/rem.md Errata 1."),
     "strongly_convex": RateCard(
         expression="8*L**2*p*log(1/delta)/(Delta*n**2*epsilon**2)",
         exponents={"n": -2, "p": 1, "epsilon": -2},
@@ -119,8 +120,8 @@ class REM(Algorithm):
     # --- calibration --------------------------------------------------------------------------
     def delta_mech(self, delta: float) -> float:
         """δ of the exact mechanism: all of δ for the exact sampler in exact mode; 2δ/3 for the
-        paper's closed forms (A1/A2 step 1) and for the alternating sampler, whose TV budget
-        τ = δ/(3(1 + e^ε)) costs the remaining δ/3 (erratum §1.8 item 3)."""
+        paper's closed forms (the calibration of Thms 27/29) and for the alternating sampler, whose
+        TV budget τ = δ/(3(1 + e^ε)) costs the remaining δ/3 (docs/rem.md Errata 3)."""
         if self.sampler == "exact" and self.calibration == "exact":
             return delta
         return 2.0 * delta / 3.0
@@ -169,7 +170,7 @@ class REM(Algorithm):
             p = 2
             if domain_code(problem.constraint, p) is None:
                 return (f"rem: the alternating sampler needs a box or ball constraint for exact "
-                        f"𝒢_y draws (spec S2), got {type(problem.constraint).__name__}")
+                        f"𝒢_y draws (S2), got {type(problem.constraint).__name__}")
         return None
 
     # --- running ------------------------------------------------------------------------------
@@ -225,7 +226,7 @@ class REM(Algorithm):
         certified = steps >= plan.steps_theory
         delta_spent = tv_to_dp(epsilon, cal.delta_mech, plan.tau)
         theorem = ("GLL'22 Thm 25/28 (γ-GDP target) + Thm 17 sampler (TV ≤ τ); "
-                   "δ = δ_Gauss(ε, γ) + (1 + e^ε)τ (erratum §1.8 item 3)")
+                   "δ = δ_Gauss(ε, γ) + (1 + e^ε)τ (docs/rem.md Errata 3)")
         label = f"REM ({self.mode}, {self.calibration} calibration, alternating sampler)"
         if not certified:
             label += (f" — NOT certified: {steps} of the theory T = {plan.steps_theory} steps "

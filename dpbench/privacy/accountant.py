@@ -1,15 +1,18 @@
 """RDP accounting of BST14's noisy SGD (Algorithm 1), and calibration of its noise multiplier.
 
-Spec §2.1.2 and §2.1.4: Algorithm 1 is DP-SGD with batch size 1, sampling probability 1/n (with and
-without replacement coincide at size 1) and T = n² − 1 steps. Each step adds N(0, σ²I) to
-n·clip_L(∇ℓ), whose replace-one sensitivity is 2nL, so the noise multiplier is z = σ/(2nL).
+Algorithm 1 is DP-SGD with batch size 1, sampling probability 1/n (with and without replacement
+coincide at size 1) and T = n² − 1 steps (docs/bst14.md, "NoisySGD's noise, the accountant and
+NoisySGD-T"). Each step adds N(0, σ²I) to n·clip_L(∇ℓ), whose replace-one sensitivity is 2nL, so
+the noise multiplier is z = σ/(2nL).
 
-We account with dp-accounting's RDP accountant under the REPLACE_ONE relation (BST14's neighbours,
-spec §1.2), for the event ``SelfComposedDpEvent(SampledWithoutReplacementDpEvent(n, 1,
-GaussianDpEvent(z)), T)`` (Wang, Balle and Kasiviswanathan 2019, Thm 27). The RDP orders are the
-library's defaults plus a few integer orders filling its 64 → 128 → 256 gap, where the optimal order
-lies for small ε (without them ε = 0.1 needs z ≈ 82.9 instead of ≈ 80.5). Reference values (spec §8.1): z ≈ 9.1 is needed for ε = 1 at δ = 1e-6 (for any n), and
-the paper's z ≈ 47.9 (n = 1000) accounts to ε ≈ 0.17.
+We account with dp-accounting's RDP accountant under the REPLACE_ONE relation (BST14 §1: neighbours
+have the same size and differ in one entry), for the event
+``SelfComposedDpEvent(SampledWithoutReplacementDpEvent(n, 1, GaussianDpEvent(z)), T)`` (Wang, Balle
+and Kasiviswanathan 2019, Thm 27). The RDP orders are the library's defaults plus a few integer
+orders filling its 64 → 128 → 256 gap, where the optimal order lies for small ε (without them
+ε = 0.1 needs z ≈ 82.9 instead of ≈ 80.5). Reference values (docs/bst14.md, same section): z ≈ 9.1
+is needed for ε = 1 at δ = 1e-6 (for any n), and the paper's z ≈ 47.9 (n = 1000) accounts to
+ε ≈ 0.17.
 
 One accountant evaluation costs about 0.2 s, so both functions are cached per process.
 """

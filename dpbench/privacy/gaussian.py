@@ -18,8 +18,8 @@ For a query with ℓ₂-sensitivity Δ₂ released as q(D) + N(0, σ²I):
   t = √d + √(2 ln(1/δ)) otherwise (Gaussian concentration of the 1-Lipschitz norm). Solving
   Δ₂t/σ + Δ₂²/(2σ²) = ε gives σ; "loss ≤ ε except with probability δ" implies (ε, δ)-DP.
 
-Spec bst14.md §2.8 (constant caveat) and §7.3 item 5: the paper's Gaussian shorthands omit the
-2·ln(1.25/δ) factor, so mechanisms here calibrate with these functions instead.
+BST14's Gaussian shorthands (Appendix B's σ₀ and Appendix E's variance) omit the 2·ln(1.25/δ)
+factor (docs/bst14.md Errata 5 and 6), so mechanisms here calibrate with these functions instead.
 """
 
 from __future__ import annotations

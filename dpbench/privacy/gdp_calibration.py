@@ -1,28 +1,31 @@
 """Calibration of the regularized exponential mechanism (REM) of Gopi, Lee and Liu (COLT 2022).
 
-Spec: ``shared/spec/rem-and-mirror-descent.md`` §1.2 (GDP conversions, Lemma 26), §1.4 A1/A2/A3
-(the (μ, k) choices), §1.8 errata 2 and 3, §6.3 pitfalls P1, P5, P6, §7.2 (reference numbers).
+GLL'22 Lemma 26 (closed-form calibration), Theorems 25/27 (A1, ERM), 28/29 (A2, SCO) and the
+"moreover" parts (A3, already strongly convex losses). The mode labels A1–A3, the errata and
+pitfall numbers and the reference numbers the tests use are in docs/rem.md ("The mechanism",
+"Errata", "Pitfalls", "Reference values").
 
 REM samples π ∝ exp(−k·F(x; D) − (kμ/2)‖x − c‖²) on K (F the AVERAGE loss). By GLL'22 Thm 4/13
 and Cor. 14 it is γ-GDP with γ = G_diff·√k/(n·√μ) (Thm 25/28), G_diff the Lipschitz constant of
 f(·; s) − f(·; s'). A γ-GDP mechanism is (ε, δ(ε))-DP with the Gaussian curve
 δ(ε) = Φ(−ε/γ + γ/2) − e^ε Φ(−ε/γ − γ/2) (:func:`dpbench.privacy.gaussian.gdp_delta`).
 
-Two calibration modes (pitfall P6; every cell records which):
+Two calibration modes (docs/rem.md pitfall P6; every cell records which):
 
 * ``exact``: γ = s* = the largest s with δ_Gauss(ε, s) ≤ δ_mech, by root-finding
   (:func:`s_exact` = :func:`dpbench.privacy.gaussian.gdp_mu`);
-* ``paper``: the paper's closed forms, i.e. Lemma 26 with the corrected parentheses (erratum §1.8
-  item 2): s ≤ √(2 log(1/(2δ)) + 2ε) − √(2 log(1/(2δ))) (:func:`s_lemma26`); with δ_mech = 2δ/3
+* ``paper``: the paper's closed forms, i.e. Lemma 26 with the corrected parentheses (docs/rem.md
+  Errata 2): s ≤ √(2 log(1/(2δ)) + 2ε) − √(2 log(1/(2δ))) (:func:`s_lemma26`); with δ_mech = 2δ/3
   this is √2·A, A = √(log(3/(4δ)) + ε) − √(log(3/(4δ))) of A1/A2.
 
 Either way the release is *certified* with the exact Gaussian curve at the γ actually used.
-The sampler's TV error τ costs (1 + e^ε)·τ in δ, not τ (erratum §1.8 item 3, pitfall P1:
+The sampler's TV error τ costs (1 + e^ε)·τ in δ, not τ (docs/rem.md Errata 3, pitfall P1:
 :func:`tv_to_dp`).
 
 Lipschitz constants are carried separately (pitfall P5): ``g_diff`` (privacy and generalisation)
 and ``g_f`` (the sampler's G_s = k·G_f). The problem contract declares one constant L (every
-f(·; s) is L-Lipschitz), so callers use G_f = L and G_diff = 2L, the bound of spec §1.1.
+f(·; s) is L-Lipschitz), so callers use G_f = L and G_diff = 2L (f(·; s) − f(·; s′) is then
+2L-Lipschitz, and |x − s| or ⟨x, s⟩ attain the 2).
 """
 
 from __future__ import annotations
@@ -40,13 +43,13 @@ CALIBRATIONS = ("exact", "paper")
 
 @functools.lru_cache(maxsize=4096)
 def s_exact(epsilon: float, delta: float) -> float:
-    """The largest s with δ(N(0,1)‖N(s,1))(ε) ≤ δ (spec §1.2 "calibrate exactly"), by root-finding
+    """The largest s with δ(N(0,1)‖N(s,1))(ε) ≤ δ (the Balle–Wang Gaussian curve), by root-finding
     (reuses :func:`dpbench.privacy.gaussian.gdp_mu`; cached: every cell of a sweep asks it)."""
     return gdp_mu(epsilon, delta)
 
 
 def s_lemma26(epsilon: float, delta: float) -> float:
-    """GLL'22 Lemma 26 with the parentheses of its proof (erratum §1.8 item 2), δ < 1/2:
+    """GLL'22 Lemma 26 with the parentheses of its proof (docs/rem.md Errata 2), δ < 1/2:
     s = √(2 log(1/(2δ)) + 2ε) − √(2 log(1/(2δ))), computed without cancellation."""
     if not 0 < delta < 0.5:
         raise ValueError(f"Lemma 26 needs 0 < delta < 1/2, got {delta!r}")
@@ -55,14 +58,15 @@ def s_lemma26(epsilon: float, delta: float) -> float:
 
 
 def paper_a(epsilon: float, delta: float) -> float:
-    """A = √(log(3/(4δ)) + ε) − √(log(3/(4δ))) (A1 step 1, A2 step 1; natural logs, P12)."""
+    """A = √(log(3/(4δ)) + ε) − √(log(3/(4δ))) (the calibration of Thms 27/29; natural logs,
+    pitfall P12)."""
     lg = math.log(3.0 / (4.0 * delta))
     return epsilon / (math.sqrt(lg + epsilon) + math.sqrt(lg))
 
 
 def tv_to_dp(epsilon: float, delta_mech: float, tau: float) -> float:
     """δ of a sampler within TV τ of an (ε, δ_mech)-DP target: δ_mech + (1 + e^ε)·τ
-    (erratum §1.8 item 3, pitfall P1; the paper's δ_mech + τ is wrong)."""
+    (docs/rem.md Errata 3, pitfall P1; the paper's δ_mech + τ is wrong)."""
     return delta_mech + (1.0 + math.exp(epsilon)) * tau
 
 
@@ -80,7 +84,7 @@ class RemCalibration:
     G_diff·√k/(n·√(μ + λ)); ``delta_mech``: δ the exact mechanism spends at ε, δ_Gauss(ε, γ);
     ``bound``: the theorem's excess bound (empirical for erm / strongly_convex, population for
     sco), average scale; ``sampler_ratio``: G_s²/μ_s = k·G_f²/(μ + λ), the sampler's condition
-    number (query complexity ∝ it, spec §1.4 and §6.2).
+    number (query complexity ∝ it, GLL'22 Thm 17).
     """
 
     mode: str
@@ -122,9 +126,9 @@ def _erm(s: float, n: int, d: int, g: float, diam: float) -> tuple[float, float,
 def _sco(s: float, n: int, d: int, g: float, diam: float, calibration: str,
          epsilon: float, delta: float) -> tuple[float, float, float, float]:
     """A2 (Thm 28/29). Paper: μ = (G/D)√(2(2Ld/(ε²n²) + 1/(2n))), k = (μ/G²)min{ε²n²/(2L), 2nd},
-    L = log(3/(4δ)). Exact (spec's cleaner form): B = max{d/(s²n²), 1/(2n)},
-    μ = (G/D)√(2(B + 1/n)), k = (μ/G²)min{s²n², 2nd}. Bound d/k + μD²/2 + G²/(μn) (Thm 28 with
-    the G² of erratum §1.8 item 1)."""
+    L = log(3/(4δ)). Exact ([derived] equivalent form, docs/rem.md "Reference values"):
+    B = max{d/(s²n²), 1/(2n)}, μ = (G/D)√(2(B + 1/n)), k = (μ/G²)min{s²n², 2nd}. Bound
+    d/k + μD²/2 + G²/(μn) (Thm 28 with the G² of docs/rem.md Errata 1)."""
     if calibration == "paper":
         lg = math.log(3.0 / (4.0 * delta))
         mu = (g / diam) * math.sqrt(2.0 * (2.0 * lg * d / (epsilon * n) ** 2 + 1.0 / (2.0 * n)))
@@ -147,12 +151,12 @@ def rem_calibration(mode: str, calibration: str, *, n: int, d: int, epsilon: flo
                     delta_mech: float, g_diff: float, g_f: float, diameter: float,
                     lam: float = 0.0, delta_total: float | None = None) -> RemCalibration:
     """The (μ, k) of REM for ``mode`` ∈ {erm, sco, strongly_convex} under ``calibration``
-    ∈ {exact, paper}, from public quantities only (spec §1.4; pitfall P2).
+    ∈ {exact, paper}, from public quantities only (pitfall P2).
 
     ``delta_mech`` is the δ the exact mechanism may spend (the caller reserves the sampler's TV
-    share); paper mode's closed forms are stated for δ_mech = 2δ/3 (A1/A2 step 1), so pass
+    share); paper mode's closed forms are stated for δ_mech = 2δ/3 (Thms 27/29), so pass
     ``delta_total`` = δ to evaluate them exactly as printed (log(3/(4δ))). ``lam``: the loss's
-    own strong convexity (mode ``strongly_convex`` only; spec A3).
+    own strong convexity (mode ``strongly_convex`` only; A3).
     """
     if mode not in MODES:
         raise ValueError(f"mode must be one of {MODES}, got {mode!r}")

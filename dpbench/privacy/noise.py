@@ -1,4 +1,4 @@
-"""Noise distributions used by the mechanisms (BST14 §2.0 of the spec).
+"""Noise distributions used by the mechanisms (BST14 Algorithms 1 and 3).
 
 All randomness comes from the injected ``numpy.random.Generator``; the order of draws is part of
 each function's contract, so a fixed seed always gives the same noise.
@@ -14,9 +14,10 @@ def gamma_norm_noise(
 ) -> np.ndarray:
     """"High-dimensional Laplace" noise with density ∝ exp(−‖b‖/scale) on R^p.
 
-    BST14 Algorithm 3 (and spec §2.0): the radius ‖b‖ ~ Gamma(shape=p, scale) and the direction is
-    uniform on the unit sphere, independent of the radius. Then E‖b‖ = p·scale and
-    E‖b‖² = p(p+1)·scale². Since p(b)/p(b+v) ≤ exp(‖v‖/scale), scale = sensitivity/ε gives ε-DP.
+    BST14 Algorithm 3 (docs/bst14.md, "Derived constants"): the radius ‖b‖ ~ Gamma(shape=p, scale)
+    and the direction is uniform on the unit sphere, independent of the radius. Then
+    E‖b‖ = p·scale and E‖b‖² = p(p+1)·scale². Since p(b)/p(b+v) ≤ exp(‖v‖/scale),
+    scale = sensitivity/ε gives ε-DP.
 
     Parameters
     ----------

@@ -2,8 +2,9 @@
 
 Samples π ∝ exp(−E_{i∈[n]} g_i(x) − ψ(x)) with g_i = k·f(·; s_i) (each G_s = k·G_f-Lipschitz) and
 ψ(x) = (λ/2)‖x − c‖² + I_K(x) (μ_s-strongly convex with μ_s = λ, or the loss's own modulus).
-Spec: ``shared/spec/rem-and-mirror-descent.md`` §1.4 S1 (Theorems 16, 17; Algorithms 1, 2;
-Lemmas 22–24), S2 (exact 𝒢_y draws), §6.2 Q1–Q8, §6.3 P1–P4, P10, P12, §7.2.
+GLL'22 Theorems 16, 17, Algorithms 1, 2 and Lemmas 22–24 (S1); the exact 𝒢_y draws (S2), the
+parameter rule, the pitfall numbers P1–P4, P10, P12 and the measured costs are in docs/rem.md
+("Samplers and what is certified", "Exact 𝒢_y draws (S2)", "Pitfalls").
 
 * **Algorithm 1** (Lee–Shen–Tian 2021): y_t = x_{t−1} + √η·ζ, then x_t from the restricted
   Gaussian oracle (RGO) ∝ exp(−E_i g_i(x) − ψ(x) − ‖x − y_t‖²/(2η)).
@@ -11,18 +12,19 @@ Lemmas 22–24), S2 (exact 𝒢_y draws), §6.2 Q1–Q8, §6.3 P1–P4, P10, P12
   𝒢_y ∝ exp(−ψ(x) − ‖x − y‖²/(2η)); ρ = 1 + Σ_{α ≥ 1} Π_{i ≤ α}(g_{j_{iα}}(z) − g_{j_{iα}}(x)), the
   loop reaching step α with probability exactly 1/α! (break with probability α/(α + 1)) and fresh
   uniform indices at every α, so E[ρ | x, z] = exp(E g(z) − E g(x)) (Lemma 22); accept x when
-  u ≤ ρ/2. The only bias comes from ρ ∉ [0, 2] (counted: the ρ-truncation frequency, Q8).
+  u ≤ ρ/2. The only bias comes from ρ ∉ [0, 2] (counted: the ρ-truncation frequency).
 * **S2** exact 𝒢_y = N(m, s²I) truncated to K, 1/s² = λ + 1/η, m = (λc + y/η)s²: on a box,
   coordinate-wise exact truncated normals (Robert 1995 rejection: normal, uniform or
   exponential proposals, each exact); on a ball, rejection of N(m, s²I) (exact; acceptance is high
-  because s ≈ √η is tiny and m within O(√η) of K, spec S2 item 1); on R^d a plain Gaussian.
+  because s ≈ √η is tiny and m within O(√η) of K); on R^d a plain Gaussian.
   Gibbs / Langevin approximations are never used (pitfall P4).
 
-Expected cost per outer step (§1.4, §7.2): e index draws and 2e ≈ 5.44 value queries per
-proposal, ≈ 2 proposals, ≈ 4e ≈ 10.9 queries per step.
+Expected cost per outer step (from the loop's stopping probabilities; measured values in
+docs/rem.md): e index draws and 2e ≈ 5.44 value queries per proposal, ≈ 2 proposals, ≈ 4e ≈ 10.9
+queries per step.
 
-**Parameter rule** (:func:`theory_parameters`, Theorem 17 with the spec's implementable
-constants c_η, C_T): T₀ = ⌈G_s²/μ_s⌉, then three times δ_in = τ/(2T),
+**Parameter rule** (:func:`theory_parameters`, Theorem 17 with our implementable constants c_η,
+C_T; docs/rem.md): T₀ = ⌈G_s²/μ_s⌉, then three times δ_in = τ/(2T),
 η = min{1/μ_s, 1/(c_η G_s² log(400/δ_in))}, T = ⌈C_T (ημ_s)⁻¹ log((d/μ_s + D₀²)/(η τ/2))⌉.
 Everything is computed from public quantities (G_f, k, μ, d, D₀ = diam K, τ): pitfall P2. The
 sampler's G_s and μ_s are scaled by k (pitfall P3).
@@ -71,13 +73,13 @@ class SamplerPlan:
 
     @property
     def eta_g2(self) -> float:
-        """η·G_s², the quantity that controls the RGO bias (§6.2 Q8)."""
+        """η·G_s², the quantity that controls the RGO bias (Lemma 24; docs/rem.md)."""
         return self.eta * self.g_s ** 2
 
 
 def theory_parameters(g_s: float, mu_s: float, d: int, d0: float, tau: float, *,
                       c_eta: float = 64.0, c_t: float = 1.0, rounds: int = 3) -> SamplerPlan:
-    """η and T of Theorem 17 by the spec's fixed-point rule (§1.4 S1), public inputs only."""
+    """η and T of Theorem 17 by our fixed-point rule (docs/rem.md), public inputs only."""
     if not (g_s > 0 and mu_s > 0 and tau > 0):
         raise ValueError(f"need G_s, mu_s, tau > 0, got {g_s!r}, {mu_s!r}, {tau!r}")
     t = math.ceil(g_s ** 2 / mu_s)
@@ -204,7 +206,7 @@ def domain_code(constraint: ConstraintSet, p: int) -> tuple[int, float, float, n
 
 def gaussian_oracle(m: np.ndarray, s: float, constraint: ConstraintSet,
                     rng: np.random.Generator) -> np.ndarray:
-    """An exact draw of 𝒢 = N(m, s²I) truncated to K (spec S2), K a box or a ball."""
+    """An exact draw of 𝒢 = N(m, s²I) truncated to K (S2), K a box or a ball."""
     m = np.ascontiguousarray(m, dtype=float)
     code = domain_code(constraint, m.size)
     if code is None:
@@ -316,7 +318,7 @@ def alternating_sample_numpy(loss_row: Callable[[np.ndarray, int], float], n: in
 
 # --- S2 on a ball, exact fallback (t along q, r ⊥ q) --------------------------------------------
 def _log_t_marginal(t: np.ndarray, a: float, m: float, radius: float, d: int) -> np.ndarray:
-    """log of N(t; m, 1/a)·F_{χ²_{d−1}}(a(R² − t²)): the marginal of t = ⟨x, q/‖q‖⟩ (spec S2)."""
+    """log of N(t; m, 1/a)·F_{χ²_{d−1}}(a(R² − t²)): the marginal of t = ⟨x, q/‖q‖⟩ (S2)."""
     from scipy import stats
 
     v = np.maximum(a * (radius * radius - t * t), 0.0)
@@ -344,9 +346,9 @@ def _t_grid(a: float, m: float, radius: float, d: int, points: int = 4097,
 
 def ball_gaussian_sampler(q: np.ndarray, a: float, radius: float
                           ) -> Callable[[np.random.Generator], np.ndarray]:
-    """Draws of ∝ exp(−(a/2)‖x − q‖²) on B(0, R) ⊂ R^d for any q (spec S2 item 2, "exact
-    fallback"): x = t·u + r·w with u = q/‖q‖, w uniform on the unit sphere of u^⊥; t from its 1-D
-    marginal N(t; ‖q‖, 1/a)·F_{χ²_{d−1}}(a(R² − t²)) by inverse CDF on an adaptive grid (4097
+    """Draws of ∝ exp(−(a/2)‖x − q‖²) on B(0, R) ⊂ R^d for any q (the [derived] exact fallback of
+    docs/rem.md, S2): x = t·u + r·w with u = q/‖q‖, w uniform on the unit sphere of u^⊥; t from its
+    1-D marginal N(t; ‖q‖, 1/a)·F_{χ²_{d−1}}(a(R² − t²)) by inverse CDF on an adaptive grid (4097
     points refined onto the bulk, trapezoid rule: accurate to quadrature error), then
     a·r² | t ~ χ²_{d−1} truncated to [0, a(R² − t²)] by its exact ppf.
 

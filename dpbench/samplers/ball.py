@@ -1,4 +1,4 @@
-"""Exact exponential-mechanism samplers on balls (BST14 spec §4.7, oracles O1 and O7).
+"""Exact exponential-mechanism samplers on balls (oracles O1 and O7 of docs/bst14.md).
 
 * :func:`tilted_ball_sampler`: density ∝ exp(k⟨θ, s⟩) on the ball of radius R (LB-Lin, O1). The
   uniform law on the p-ball is the projection onto the first p coordinates of the uniform law on

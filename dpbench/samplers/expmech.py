@@ -1,4 +1,4 @@
-"""The single entry point of the exponential-mechanism samplers (BST14 Algorithm 2, spec §2.2, §2.5).
+"""The single entry point of the exponential-mechanism samplers (BST14 Algorithm 2).
 
 :func:`sample_expmech` draws θ ∝ exp(−k·Σᵢ ℓ(θ; dᵢ)) on a region ⊆ C: C itself (ExpMech) or a
 localised C ∩ B(θ₀, r₀) (Localize, Algorithm 4). ``sampler="exact"`` uses the problem's

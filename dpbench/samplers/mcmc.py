@@ -1,20 +1,23 @@
-"""Random-walk Metropolis and MALA for the exponential mechanism (BST14 spec §2.5).
+"""Random-walk Metropolis and MALA for the exponential mechanism (BST14 Algorithm 2).
+
+The rules below and the reference runs behind the constants are in docs/bst14.md, "Derived
+constants" (MCMC for the exponential mechanism).
 
 Target: π(θ) ∝ exp(−U(θ)) on a region (a ball or an intersection of balls), with the potential
 U(θ) = k·Σᵢ ℓ(θ; dᵢ) on the **sum** scale (BST14 Algorithm 2). Both chains
 
-* start at the data-independent ``region.center(p)`` (spec §2.5: never at the non-private θ*; for
-  a localised region C ∩ B(θ₀, r₀) the centre is the private θ₀, a post-processing);
+* start at the data-independent ``region.center(p)`` (never at the non-private θ*; for a localised
+  region C ∩ B(θ₀, r₀) the centre is the private θ₀, a post-processing);
 * reject a proposal outside the region (the chain stays), so no projection, gauge or extension is
   needed and π is the exact stationary law;
-* use public step sizes ∝ 1/(k·n·L), the inverse gradient scale of U (spec §2.5: RWM
-  h ≈ 0.5/(kM), MALA h ≈ 0.3/(kM) with M ≤ nL), capped at D/p (D the region's diameter) so that
-  the nearly uniform, capped regime k·n·L·D ≲ p still accepts proposals;
+* use public step sizes ∝ 1/(k·n·L), the inverse gradient scale of U (RWM h ≈ 0.5/(kM), MALA
+  h ≈ 0.3/(kM) with M ≤ nL), capped at D/p (D the region's diameter) so that the nearly uniform,
+  capped regime k·n·L·D ≲ p still accepts proposals;
 * RWM proposes θ + h·ξ; MALA proposes θ − (h²/2)∇U(θ) + h·ξ with (sub)gradients of U and the
   Metropolis–Hastings correction for its asymmetric proposal (Roberts–Tweedie 1996).
 
-A finite chain is only approximately distributed as π: ExpMech run with it is *nominal* ε-DP
-(spec §2.5: at best (ε, (1 + e^ε)·TV)-DP), and callers must mark the ledger uncertified.
+A finite chain is only approximately distributed as π: ExpMech run with it is *nominal* ε-DP (at
+best (ε, (1 + e^ε)·TV)-DP), and callers must mark the ledger uncertified.
 
 The default step count is the public formula :func:`default_steps`. The compiled path (a problem
 with :meth:`~dpbench.problem.Problem.kernel`) runs blocks of steps in one ``numba.njit`` loop; the
@@ -40,7 +43,7 @@ __all__ = ["KINDS", "BASE_STEP", "STEPS_PER_UNIT", "MIN_STEPS", "region_balls", 
            "default_steps", "run_chain"]
 
 KINDS = ("rwm", "mala")
-#: h·k·n·L at step_scale = 1 (spec §2.5 / §8.4: 0.5 for RWM, 0.3 for MALA).
+#: h·k·n·L at step_scale = 1 (docs/bst14.md, "Derived constants": 0.5 for RWM, 0.3 for MALA).
 BASE_STEP = {"rwm": 0.5, "mala": 0.3}
 #: Default steps = STEPS_PER_UNIT · p · max(k·n·L·D, p), at least MIN_STEPS (see default_steps).
 STEPS_PER_UNIT = 8.0
@@ -81,10 +84,10 @@ def default_steps(n: int, p: int, k: float, L: float, diameter: float) -> int:
 
     k·n·L·D is the range of the potential U over the region (its gradient scale k·n·L times the
     distance D): with steps ∝ 1/(knL) the chain needs ∝ knL·D steps to drift across the region
-    and ∝ p more to spread over the p − 1 tangential directions; in the capped regime
-    (knLD ≲ p) the target is nearly uniform and ~p² steps of size D/p mix it. At ExpMech's
-    k = ε/(2LD) this is 4·p·n·ε (4·10⁴ at p = 10, n = 1000, ε = 1: twice the count spec §8.4 found
-    sufficient for M = 1000); the KS tests in ``tests/test_exp_mech.py`` check it at n ≈ 150.
+    and ∝ p more to spread over the p − 1 tangential directions; in the capped regime (knLD ≲ p) the
+    target is nearly uniform and ~p² steps of size D/p mix it. At ExpMech's k = ε/(2LD) this is
+    4·p·n·ε (4·10⁴ at p = 10, n = 1000, ε = 1: twice the ≈ 2·10⁴ steps our reference runs needed at
+    M = 1000, docs/bst14.md); the KS tests in ``tests/test_exp_mech.py`` check it at n ≈ 150.
     """
     units = max(k * n * L * diameter, float(p))
     return max(MIN_STEPS, int(math.ceil(STEPS_PER_UNIT * p * units)))

@@ -1,4 +1,4 @@
-"""Exact sampler of exp(−k·F) on an interval for a convex piecewise-linear F (BST14 spec §4.6).
+"""Exact sampler of exp(−k·F) on an interval for a convex piecewise-linear F (HUB-1D, BST14 App. A).
 
 For a 1-D sum of piecewise-linear losses (HUB-1D's (y − xθ)₊, 1-D hinge or absolute losses) the
 exponential-mechanism density exp(−k·F(θ)) on an interval is piecewise exponential: on a segment
@@ -8,7 +8,7 @@ exponential-mechanism density exp(−k·F(θ)) on an interval is piecewise expon
 
 :class:`PiecewiseExponential` computes every log-mass stably (no overflow for any sign or size of
 k·sᵢ·wᵢ), picks a segment with those probabilities, and inverts that segment's truncated
-exponential CDF in closed form (spec §4.6, "Exact 1-D ExpMech sampler"). Nothing here needs F to
+exponential CDF in closed form (docs/bst14.md, "Exact samplers"). Nothing here needs F to
 be convex; the breakpoints only have to contain every kink of F inside the interval.
 """
 

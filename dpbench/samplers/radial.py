@@ -1,7 +1,8 @@
-"""Exact sampler of a radial density exp(−a·r − b·r²) around a centre (BST14 spec §4.7, O6).
+"""Exact sampler of a radial density exp(−a·r − b·r²) around a centre (oracle O6, docs/bst14.md).
 
-On KINK-SC with every row equal to d₀ (spec §4.7), ℓ(θ; d₀) = r + (Δ/2)r² with r = ‖θ − d₀‖, so the
-exponential-mechanism density exp(−k·Σℓ) is radial around d₀: the radius has density
+On KINK-SC with every row equal to d₀ (docs/bst14.md, "Oracle curves and reference runs"),
+ℓ(θ; d₀) = r + (Δ/2)r² with r = ‖θ − d₀‖, so the exponential-mechanism density exp(−k·Σℓ) is radial
+around d₀: the radius has density
 
     ∝ r^{p−1}·exp(−a·r − b·r²),   a = k·n,   b = k·n·Δ/2,
 
@@ -9,8 +10,8 @@ and the direction is uniform. :func:`sample_radius` draws r exactly by rejection
 proposal r^{p−1}e^{−λr} with λ = a + 2b·r*, r* the mode of the target: then
 target/proposal ∝ exp((λ − a)r − br²) ≤ exp(b·r*²), and the acceptance probability is
 exp(−b(r − r*)²). For p ≥ 2 the mean acceptance stays above 0.3 over a, b ∈ [10⁻³, 10⁴] (measured);
-a fixed Gamma proposal (acceptance e^{−br²}) or chi proposal (acceptance e^{−ar}), the two options
-of the spec, each collapse where the other term dominates. For p = 1 the mode is 0 and the Gamma
+a fixed Gamma proposal (acceptance e^{−br²}) or chi proposal (acceptance e^{−ar}), the two obvious
+alternatives, each collapse where the other term dominates. For p = 1 the mode is 0 and the Gamma
 proposal degenerates when b ≫ a², so there the half-normal |N(0, 1/(2b))| with acceptance e^{−ar}
 is used instead (mean acceptance above 0.4 when a² < 2b; the Gamma branch's is above e^{−1}
 otherwise).

@@ -2,12 +2,13 @@
 
 Ganesh, Thakurta, Upadhyay, "Differentially Private Sampling from Rashomon Sets, and the
 Universality of Langevin Diffusion for Convex Optimization": the thresholded Gibbs law
-π_{β,ψ} ∝ exp(−β·max{𝓛(θ; D), 𝓛* + ψ})·1_C (§1.5, Definition 1.4; spec langevin-rashomon §1.5,
-A0.2, A6). For 𝓛(θ) − 𝓛* = (m/2)‖θ − c‖² (spec §5 F1, m = 1) the law is radial around c:
+π_{β,ψ} ∝ exp(−β·max{𝓛(θ; D), 𝓛* + ψ})·1_C (Definition 1.4; A0.2 and A6 in docs/langevin.md,
+"Mechanism labels"). For 𝓛(θ) − 𝓛* = (m/2)‖θ − c‖² (F1, m = 1) the law is radial around c:
 θ = c + r·u, u uniform on the sphere, and the radius has density ∝ r^{p−1}e^{−β·max{m r²/2, ψ}}.
 With s = √m·r this is the m = 1 law, so everything below is written for m = 1 and rescaled.
 
-Mixture representation (spec §5 F1, validated in §9.2):
+Mixture representation ([derived]; docs/langevin.md, "The Rashomon law on F1", with the reference
+values it was validated against):
 
 * mass inside G = B(c, √(2ψ)): w_in = e^{−βψ}(2ψ)^{p/2}/p;
 * mass outside: w_out = ½(2/β)^{p/2}Γ(p/2)Q(p/2, βψ), Q the regularised upper incomplete gamma;
@@ -16,11 +17,12 @@ Mixture representation (spec §5 F1, validated in §9.2):
 
 A constraint C is handled by rejection (exact: the target is the restriction to C). The hit rate
 Pr[θ ∈ G] and the uniformity inside G ((r/√(2ψ))^p ~ U[0, 1] given θ ∈ G) are measured by
-:func:`rashomon_diagnostics` (spec A6 "hitting probability", E10), against the [derived] Markov
-bound 1 − 2p/√(βψ) of Theorem B.6.
+:func:`rashomon_diagnostics` (A6; experiment E10), against the [derived] Markov bound 1 − 2p/√(βψ)
+of Theorem B.6.
 
 :func:`rashomon_beta_star_1d` computes the exact privacy curve of the 1-D Rashomon Gibbs law by
-quadrature (spec §9.3, E12): β*(ψ) ≈ εn/√(2ψ) for ψ ≫ 1/n², not the paper's β ∝ 1/ψ (erratum 19).
+quadrature (the β* table of the same docs section): β*(ψ) ≈ εn/√(2ψ) for ψ ≫ 1/n², not the paper's
+β ∝ 1/ψ (docs/langevin.md Errata 19).
 """
 
 from __future__ import annotations
@@ -51,7 +53,7 @@ def _check(p: int, beta: float, psi: float) -> None:
 
 
 def rashomon_log_weights(p: int, beta: float, psi: float) -> tuple[float, float]:
-    """(log w_in, log w_out) of the radial mixture (spec §5 F1), up to a common constant."""
+    """(log w_in, log w_out) of the radial mixture (docs/langevin.md), up to a common constant."""
     _check(p, beta, psi)
     log_in = (-beta * psi + 0.5 * p * math.log(2.0 * psi) - math.log(p)) if psi > 0 else -math.inf
     q = float(gammaincc(0.5 * p, beta * psi))
@@ -71,7 +73,7 @@ def inside_weight(p: int, beta: float, psi: float) -> float:
 
 
 def expected_excess(p: int, beta: float, psi: float, m: float = 1.0) -> float:
-    """E[𝓛(θ) − 𝓛*] under the unconstrained law (spec §9.2: 0.02008 at p=5, β=200, ψ=0.02).
+    """E[𝓛(θ) − 𝓛*] under the unconstrained law (reference value 0.02008 at p=5, β=200, ψ=0.02).
 
     Inside G, 𝓛 − 𝓛* = ψ·U^{2/p} has mean ψp/(p+2); outside it is G/β with G ~ Gamma(p/2) given
     G ≥ βψ, of mean (p/2)·Q(p/2 + 1, βψ)/Q(p/2, βψ). (m does not enter: 𝓛 − 𝓛* = s²/2 with s = √m·r.)
@@ -109,7 +111,7 @@ def rashomon_radial_sampler(center: np.ndarray, beta: float, psi: float,
     """Exact sampler of ∝ exp(−β·max{(m/2)‖θ − c‖², ψ}) on ``region`` (rejection; None = R^p).
 
     Valid as the Rashomon Gibbs law π_{β,ψ} when 𝓛 − 𝓛* = (m/2)‖θ − c‖² on C, i.e. the
-    unconstrained minimiser c lies in C (spec §5 F1). Raises ``RuntimeError`` after
+    unconstrained minimiser c lies in C (F1 in docs/langevin.md). Raises ``RuntimeError`` after
     :data:`MAX_PROPOSALS` rejected proposals (a region of negligible mass).
     """
     center = np.asarray(center, dtype=float)
@@ -137,7 +139,7 @@ def rashomon_radial_sampler(center: np.ndarray, beta: float, psi: float,
 
 
 def hit_rate_bound(p: int, beta: float, psi: float) -> float:
-    """The [derived] Markov form of Theorem B.6: Pr[θ ∈ G] ≥ 1 − 2p/√(βψ) (spec A6)."""
+    """The [derived] Markov form of Theorem B.6: Pr[θ ∈ G] ≥ 1 − 2p/√(βψ) (A6, docs/langevin.md)."""
     return 1.0 - 2.0 * p / math.sqrt(beta * psi)
 
 
@@ -156,7 +158,7 @@ class RashomonDiagnostics:
 def rashomon_diagnostics(in_rashomon: np.ndarray, radius: np.ndarray, p: int,
                          beta: float = math.nan, psi: float = math.nan) -> RashomonDiagnostics:
     """Hit rate Pr[θ ∈ G] (with its binomial standard error) and the KS p-value of
-    ``radius**p`` ~ U[0, 1] over the draws inside G (spec §9.2, E10).
+    ``radius**p`` ~ U[0, 1] over the draws inside G (docs/langevin.md; experiment E10).
 
     ``radius`` is the normalised radius ‖θ − θ*‖/√(2ψ/m) (``Release.info["rashomon_radius"]``):
     uniform on the ball G ⇔ radius^p uniform on [0, 1]. The exact sampler makes the KS p-value
@@ -187,7 +189,7 @@ def radial_excess_cdf(s: np.ndarray | float, p: int, beta: float, psi: float) ->
 
 def rashomon_hockey_stick_1d(beta: float, psi: float, shift: float, epsilon: float) -> float:
     """δ(ε) between the 1-D Rashomon Gibbs laws of neighbours whose means differ by ``shift``
-    (unconstrained, m = 1; spec §5 F1 "privacy loss", §9.3, E12), by quadrature:
+    (unconstrained, m = 1; docs/langevin.md, "The Rashomon law on F1"), by quadrature:
 
     δ(ε) = E_{θ∼π_D}[(1 − e^{ε − Λ(θ)})₊],  Λ(θ) = β[max{½(θ − s)², ψ} − max{½θ², ψ}]
 
@@ -216,8 +218,8 @@ def rashomon_hockey_stick_1d(beta: float, psi: float, shift: float, epsilon: flo
 
 
 def rashomon_beta_star_1d(psi: float, shift: float, epsilon: float, delta: float) -> float:
-    """The largest β with :func:`rashomon_hockey_stick_1d` ≤ δ (spec §9.3 table; E12): root of
-    the increasing map β ↦ δ(ε) by Brent's method on log β."""
+    """The largest β with :func:`rashomon_hockey_stick_1d` ≤ δ (the β* table of docs/langevin.md):
+    root of the increasing map β ↦ δ(ε) by Brent's method on log β."""
     from scipy.optimize import brentq
 
     def gap(log_beta: float) -> float:
