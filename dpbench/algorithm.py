@@ -72,7 +72,10 @@ class Algorithm(Parametrized):
     #: privacy holds even for records outside the declared data norm (the audit's ``outlier``
     #: canary applies only then; :mod:`dpbench.audit.canaries`).
     clips_gradients: ClassVar[bool] = False
-
+    #: How dpbench's generic tests run this mechanism through :func:`dpbench.testing.check_algorithm`
+    #: (:func:`dpbench.testing.check_case`): ``params``, ``problem`` (registry name or
+    #: ``{"problem": name, "params": {...}}``), ``p`` and ``skip`` (check name → reason).
+    check_settings: ClassVar[dict[str, Any]] = {}
 
     # --- declarations -------------------------------------------------------------------------
     def requirements(self) -> tuple[str, ...]:

@@ -35,7 +35,9 @@ from __future__ import annotations
 import math
 import pickle
 import random
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any
 
@@ -53,6 +55,7 @@ __all__ = [
     "check_picklable", "check_no_global_rng", "check_release_and_ledger",
     "check_empirical_privacy", "check_epsilon_limit", "check_rate_smoke",
     "KinkActivity", "kink_activity", "check_nonsmooth_active",
+    "CheckCase", "check_case", "check_dimension",
     "PROBLEM_CHECKS", "check_problem", "check_problem_declarations", "check_problem_data",
     "check_problem_lipschitz", "check_problem_convexity", "check_problem_optimum",
     "check_problem_kernel", "check_problem_nonsmooth",
@@ -60,6 +63,13 @@ __all__ = [
 
 _EPS = 1.0
 _DELTA_APPROX = 1e-6
+#: The dimension p the algorithm checks run in (3 unless a mechanism's ``check_settings`` or
+#: :func:`check_algorithm`'s ``p`` says otherwise).
+_CHECK_P: ContextVar[int] = ContextVar("dpbench_check_p", default=3)
+
+
+def _dim() -> int:
+    return _CHECK_P.get()
 
 
 # --- helpers ----------------------------------------------------------------------------------
@@ -206,7 +216,7 @@ def check_privacy_arguments(algorithm: Algorithm, problem: Problem | None = None
     if algorithm.privacy == "none":
         return
     prob = _problem(algorithm, problem)
-    data = _data(prob, 8, 3)
+    data = _data(prob, 8, _dim())
     eps, delta = _budget(algorithm)
     cases = [(0.0, delta, "epsilon=0"), (-1.0, delta, "epsilon<0")]
     if algorithm.privacy == "pure":
@@ -231,7 +241,7 @@ def check_picklable(algorithm: Algorithm, problem: Problem | None = None) -> Non
     except Exception as exc:  # noqa: BLE001
         raise AssertionError(f"{who} is not picklable: {type(exc).__name__}: {exc}") from exc
     prob = _problem(algorithm, problem)
-    data = _data(prob, 50, 3)
+    data = _data(prob, 50, _dim())
     a = _run(algorithm, data, prob, np.random.default_rng(123)).theta
     b = _run(clone, data, prob, np.random.default_rng(123)).theta
     assert np.array_equal(a, b), f"{who}: the unpickled copy gives a different output ({a} vs {b})"
@@ -245,7 +255,7 @@ def check_no_global_rng(algorithm: Algorithm, problem: Problem | None = None) ->
     seeds change it (private mechanisms only)."""
     who = _label(algorithm)
     prob = _problem(algorithm, problem)
-    data = _data(prob, 50, 3)
+    data = _data(prob, 50, _dim())
     outs = []
     np_state, py_state = np.random.get_state(), random.getstate()
     try:
@@ -273,7 +283,7 @@ def check_release_and_ledger(algorithm: Algorithm, problem: Problem | None = Non
     totals equal the sum of charges; a private mechanism spends ε > 0."""
     who = _label(algorithm)
     prob = _problem(algorithm, problem)
-    data = _data(prob, 50, 3)
+    data = _data(prob, 50, _dim())
     eps, delta = _budget(algorithm)
     try:
         out = algorithm.release(data, prob, epsilon=eps, delta=delta, rng=np.random.default_rng(0))
@@ -315,7 +325,7 @@ def _neighbours(problem: Problem, n: int, p: int) -> tuple[Dataset, Dataset]:
 
 
 def audit_epsilon(algorithm: Algorithm, problem: Problem | None = None, *, runs: int = 2000,
-                  n: int = 4, p: int = 3, epsilon: float = _EPS, n_thresholds: int = 30,
+                  n: int = 4, p: int | None = None, epsilon: float = _EPS, n_thresholds: int = 30,
                   alpha: float = 0.01) -> tuple[float, float]:
     """Empirical lower bound on the ε the mechanism spends, and the ε its ledger claims.
 
@@ -324,6 +334,7 @@ def audit_epsilon(algorithm: Algorithm, problem: Problem | None = None, *, runs:
     """
     from .audit.stats import epsilon_lower_bounds
 
+    p = _dim() if p is None else p
     prob = _problem(algorithm, problem)
     eps, delta = _budget(algorithm, epsilon)
     d0, d1 = _neighbours(prob, n, p)
@@ -406,7 +417,7 @@ def check_epsilon_limit(algorithm: Algorithm, problem: Problem | None = None) ->
     consts = prob.constants()
     excess = []
     for seed in range(4):
-        did = data_identity(prob.name, prob.get_params(), 50, 3, seed)
+        did = data_identity(prob.name, prob.get_params(), 50, _dim(), seed)
         data, opt = dataset_and_optimum(prob, did, 0)
         try:
             out = _run(algorithm, data, prob,
@@ -431,9 +442,10 @@ def _default_n_grid(algorithm: Algorithm, p: int) -> tuple[int, ...]:
 
 
 def rate_fit(algorithm: Algorithm, problem: Problem | None = None, *,
-             n_grid: Sequence[int] | None = None, p: int = 3, seeds: int = 8,
+             n_grid: Sequence[int] | None = None, p: int | None = None, seeds: int = 8,
              tolerance: float = 0.5) -> Any:
     """The :class:`~dpbench.analysis.RateFit` used by :func:`check_rate_smoke`."""
+    p = _dim() if p is None else p
     from .analysis import fit_curve
     from .execute import dataset_and_optimum
     from .seeding import data_identity, make_rng, mechanism_identity
@@ -507,21 +519,85 @@ ALGORITHM_CHECKS: tuple[Callable[..., None], ...] = (
 )
 
 
+@contextmanager
+def check_dimension(p: int) -> Iterator[None]:
+    """Run the algorithm checks in dimension ``p`` (default 3) inside this block."""
+    token = _CHECK_P.set(int(p))
+    try:
+        yield
+    finally:
+        _CHECK_P.reset(token)
+
+
 def check_algorithm(algorithm: Algorithm, problem: Problem | None = None,
-                    skip: Iterable[str] = ()) -> None:
+                    skip: Iterable[str] = (), p: int = 3) -> None:
     """Run every check of :data:`ALGORITHM_CHECKS` (except those named in ``skip``) on the
-    mechanism; raise the first ``AssertionError``, prefixed with the check's name."""
+    mechanism in dimension ``p``; raise the first ``AssertionError``, prefixed with the check's
+    name."""
     skip = set(skip)
     unknown = skip - {c.__name__ for c in ALGORITHM_CHECKS}
     if unknown:
         raise UserInputError(f"check_algorithm: unknown checks in skip: {sorted(unknown)}")
-    for check in ALGORITHM_CHECKS:
-        if check.__name__ in skip:
-            continue
-        try:
-            check(algorithm, problem)
-        except AssertionError as exc:
-            raise AssertionError(f"{check.__name__} failed: {exc}") from exc
+    with check_dimension(p):
+        for check in ALGORITHM_CHECKS:
+            if check.__name__ in skip:
+                continue
+            try:
+                check(algorithm, problem)
+            except AssertionError as exc:
+                raise AssertionError(f"{check.__name__} failed: {exc}") from exc
+
+
+@dataclass(frozen=True)
+class CheckCase:
+    """How the generic plugin tests run one registered mechanism: from its ``check_settings``."""
+
+    name: str
+    algorithm: Algorithm
+    problem: Problem
+    p: int
+    skip: dict[str, str]
+    rate_smoke_n: tuple[int, ...] | None = None
+
+    def run(self, check: Callable[..., None]) -> None:
+        with check_dimension(self.p):
+            if check is check_rate_smoke and self.rate_smoke_n:
+                check_rate_smoke(self.algorithm, self.problem, n_grid=self.rate_smoke_n)
+            else:
+                check(self.algorithm, self.problem)
+
+
+def check_case(cls: type[Algorithm]) -> CheckCase:
+    """The :class:`CheckCase` of a mechanism class, from ``cls.check_settings``: ``params``
+    (constructor parameters, default none), ``problem`` (a registry name, or a mapping with
+    ``problem`` and ``params``; default :func:`default_problem`), ``p`` (default 3) and ``skip``
+    (check name → the reason it cannot apply; each must name a check of
+    :data:`ALGORITHM_CHECKS` and give a reason) and ``rate_smoke_n`` (the n grid of
+    :func:`check_rate_smoke`, for mechanisms whose excess is still near the cap at n ≤ 400)."""
+    from . import registry
+
+    settings = dict(getattr(cls, "check_settings", {}) or {})
+    unknown = set(settings) - {"params", "problem", "p", "skip", "rate_smoke_n"}
+    if unknown:
+        raise UserInputError(f"{cls.__name__}.check_settings: unknown keys {sorted(unknown)}; "
+                             "allowed: params, problem, p, skip, rate_smoke_n")
+    algorithm = cls(**dict(settings.get("params", {})))
+    spec = settings.get("problem")
+    if spec is None:
+        problem = default_problem(algorithm)
+    else:
+        if isinstance(spec, str):
+            spec = {"problem": spec}
+        problem = registry.get_problem(spec["problem"])(**dict(spec.get("params", {})))
+    skip = {str(k): str(v) for k, v in dict(settings.get("skip", {})).items()}
+    names = {c.__name__ for c in ALGORITHM_CHECKS}
+    bad = [k for k, v in skip.items() if k not in names or not v.strip()]
+    if bad:
+        raise UserInputError(f"{cls.__name__}.check_settings skip: {bad} must name checks of "
+                             "ALGORITHM_CHECKS, each with a reason")
+    grid = settings.get("rate_smoke_n")
+    return CheckCase(str(cls.name), algorithm, problem, int(settings.get("p", 3)), skip,
+                     tuple(int(n) for n in grid) if grid else None)
 
 
 def parametrize_with_checks(algorithms: Sequence[Algorithm],

@@ -6,7 +6,7 @@ An exactly ε-DP reference sampler for low dimension (p ≤ 2), used to validate
 from __future__ import annotations
 
 import math
-from typing import ClassVar
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -78,6 +78,8 @@ class ExpMechNet(Algorithm):
     privacy: ClassVar[str] = "pure"
     requires: ClassVar[tuple[str, ...]] = ("convex", "lipschitz")
     version: ClassVar[str] = "1"
+    #: Generic harness (the net has ~(1/spacing)^p points: p <= 2 only).
+    check_settings: ClassVar[dict[str, Any]] = {"p": 2}
     params: ClassVar[dict[str, Param]] = {
         "spacing": Param(0.01, low=0.0, high=0.5, low_open=True,
                          doc="grid spacing as a fraction of the diameter ‖C‖"),

@@ -231,7 +231,11 @@ class ExpMechGridWalk(Algorithm):
             raise NotApplicable(f"{self.name}: needs p <= {MAX_DIM}, C = Ball(R) and a compiled "
                                 f"kernel; got p={p}, C={type(constraint).__name__}")
         R = float(constraint.radius)
-        consts = walk_constants(n, p, epsilon, float(problem.lipschitz), R)
+        try:
+            consts = walk_constants(n, p, epsilon, float(problem.lipschitz), R)
+        except OverflowError:
+            raise NotApplicable(f"{self.name}: ε = {epsilon:g} is too large for the walk: its "
+                                "α = 3e^{ε/6}(η‖C‖ + p) overflows a float") from None
         tries = int(consts["tries"])
         theta: np.ndarray | None = None
         used = 0

@@ -224,6 +224,9 @@ class LocalizeGaussian(Algorithm):
     privacy: ClassVar[str] = "approx"
     requires: ClassVar[tuple[str, ...]] = ("convex", "lipschitz", "strongly_convex")
     version: ClassVar[str] = "1"
+    #: Generic harness: the noise at (ε/2, δ/2) keeps the excess near the cap for n ≤ 200 at p = 3
+    #: (0.90 … 0.16), so the rate smoke test runs on n ∈ [100, 800].
+    check_settings: ClassVar[dict[str, Any]] = {"rate_smoke_n": (100, 200, 400, 800)}
     params: ClassVar[dict[str, Param]] = {
         "radius_rule": Param(
             "quantile", kind="str", choices=("quantile", "paper"),

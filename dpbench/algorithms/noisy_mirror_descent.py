@@ -66,7 +66,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import Any, ClassVar
 
 import numpy as np
 from numba import njit
@@ -301,6 +301,8 @@ class NoisyMirrorDescent(Algorithm):
     privacy: ClassVar[str] = "approx"
     requires: ClassVar[tuple[str, ...]] = ("convex", "lipschitz")
     version: ClassVar[str] = "1"
+    #: Generic harness (the paper calibration is private only while the internal ε ≤ 1/(2√n), i.e. n ≤ 137 at ε = 1).
+    check_settings: ClassVar[dict[str, Any]] = {"rate_smoke_n": (25, 50, 100)}
     params: ClassVar[dict[str, Param]] = {
         "calibration": Param(
             "paper", kind="str", choices=CALIBRATIONS,

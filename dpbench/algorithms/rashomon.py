@@ -122,6 +122,8 @@ class Rashomon(Algorithm):
     privacy: ClassVar[str] = "pure"
     requires: ClassVar[tuple[str, ...]] = ("convex", "lipschitz")
     version: ClassVar[str] = "1"
+    #: Generic harness (the exact Rashomon sampler exists on mean_est).
+    check_settings: ClassVar[dict[str, Any]] = {"problem": "mean_est"}
     params: ClassVar[dict[str, Param]] = {
         "psi": Param(0.05, low=0.0, low_open=True, doc="Rashomon threshold ψ > 0 (average scale)"),
         "regime": Param("pure", kind="str", choices=REGIMES,

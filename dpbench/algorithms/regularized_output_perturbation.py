@@ -52,6 +52,8 @@ class RegularizedOutputPerturbation(Algorithm):
     privacy: ClassVar[str] = "pure"
     requires: ClassVar[tuple[str, ...]] = ("convex", "lipschitz")
     version: ClassVar[str] = "1"
+    #: Generic harness (needs a problem with a 'ridge' parameter; the 1-median is R12's instance).
+    check_settings: ClassVar[dict[str, Any]] = {"problem": "median"}
     params: ClassVar[dict[str, Param]] = {
         "lambda_scale": Param(1.0, low=0.0, low_open=True,
                               doc="multiplier c on the ridge Λ = c·2L√(p/(nε))/R"),

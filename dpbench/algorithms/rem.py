@@ -88,6 +88,8 @@ class REM(Algorithm):
     privacy: ClassVar[str] = "approx"
     requires: ClassVar[tuple[str, ...]] = ("convex", "lipschitz")
     version: ClassVar[str] = "1"
+    #: Generic harness (the exact REM sampler exists on sep_abs).
+    check_settings: ClassVar[dict[str, Any]] = {"problem": "sep_abs"}
     params: ClassVar[dict[str, Param]] = {
         "mode": Param("erm", kind="str", choices=MODES,
                       doc="erm (A1), sco (A2) or strongly_convex (A3, no regulariser)"),
