@@ -59,7 +59,7 @@ class Ball(ConstraintSet):
         return np.zeros(p)
 
     def sample_uniform(self, p: int, rng: np.random.Generator) -> np.ndarray:
-        """A uniform point of the ball (a data-independent start, langevin spec A2/A5)."""
+        """A uniform point of the ball (a data-independent start for the Langevin mechanisms; docs/langevin.md)."""
         return _uniform_in_ball(p, self.radius, rng)
 
 
@@ -141,7 +141,7 @@ class BallAt(ConstraintSet):
 class Intersection(ConstraintSet):
     """C₁ ∩ C₂ ∩ … of balls (``Ball`` or ``BallAt``), assumed non-empty.
 
-    Projection by Dykstra's alternating projections (spec §2.0), run to a fixed tolerance;
+    Projection by Dykstra's alternating projections (Boyle and Dykstra 1986), run to a fixed tolerance;
     membership is the conjunction; the diameter is bounded by the smallest member's diameter (the
     public bound ‖C₀‖ ≤ 2r₀ of BST14 Algorithm 4). ``center`` is the point where iterative
     mechanisms start: the projection of the last member's centre, a post-processing of whatever

@@ -6,8 +6,8 @@ Minimises, over the ball ‖θ‖ ≤ R,
 
 (weights summing to 1: the **average** of ℓ = ‖θ − d‖ over the rows, with the ridge of the 1-median
 + ridge family when c = 0, or KINK-SC's (Δ/2)Σ‖θ − dᵢ‖²/n = (Δ/2)‖θ − q‖² + const when c = q is the
-row mean). BST14 spec §2.0 asks for "Weiszfeld for the 1-median" with a kink check; this solver is
-sharper and certified:
+row mean). The classical choice is Weiszfeld's iteration with a check of the kinks at the data
+points; this solver is sharper and certified (docs/instances.md, 'Exact references'):
 
 1. **Smoothing continuation + damped Newton.** ‖x‖ is replaced by √(‖x‖² + s²) (an over-estimate by
    at most s) and s is decreased from the data scale to 1e-14 of it; each stage runs damped Newton

@@ -1,8 +1,8 @@
 """Certified solvers for convex ERM over a Euclidean ball (numpy + scipy only).
 
-Excess risk is measured against the constrained minimiser θ* of the **average** loss (BST14 §1.5),
-and sum-scale excess magnifies any optimiser error by n (spec §2.0, "Exact minimizer θ*"), so every
-solver here returns, next to θ, a *proven* upper bound ``gap`` on F(θ) − min_C F:
+Excess risk is measured against the constrained minimiser θ* of the **average** loss, and sum-scale
+excess magnifies any optimiser error by n (docs/instances.md, 'Exact references'), so every solver
+here returns, next to θ, a *proven* upper bound ``gap`` on F(θ) − min_C F:
 
 * :func:`solve_smooth_ball` (smooth convex F, e.g. logistic): damped Newton on the unconstrained
   problem, else on the Tikhonov path min F + (λ/2)‖θ‖² with λ found by a safeguarded Newton

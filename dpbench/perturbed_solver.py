@@ -1,6 +1,6 @@
 """Certified solver for perturbed objectives F(θ) = F₀(θ) + (λ/2)‖θ‖² + ⟨c, θ⟩ on a centred ball.
 
-Objective perturbation (BST14 Appendix E, spec §2.9; CMS11; KST12) releases the minimiser of the
+Objective perturbation (BST14 Appendix E; CMS11; KST12; docs/bst14.md) releases the minimiser of the
 average loss F₀ plus a ridge λ and a random linear term c = b/n. Privacy is proved for the
 **exact** minimiser, so the solver must return a certified gap: every path below returns an
 :class:`~dpbench.problem.Optimum` whose ``gap`` is a proven bound on F(θ) − min_C F.

@@ -183,9 +183,9 @@ class Problem(Parametrized):
         """An exact sampler of ∝ exp(−k·F(θ; D) − (kμ/2)‖θ − center‖²) on C, or ``None``.
 
         F is the **average** loss (the regularized exponential mechanism of Gopi–Lee–Liu 2022,
-        spec ``rem-and-mirror-descent.md`` §1.4 A1–A3; μ = 0 is the plain EM on the average
-        loss). The default reuses :meth:`expmech_sampler` when μ = 0 (temperature k/n on the sum);
-        otherwise ``None`` (REM then needs ``sampler="alternating"``).
+        Thm 25/28, modes A1–A3 of docs/rem.md, 'The mechanism'; μ = 0 is the plain EM on the
+        average loss). The default reuses :meth:`expmech_sampler` when μ = 0 (temperature k/n on
+        the sum); otherwise ``None`` (REM then needs ``sampler="alternating"``).
         """
         if mu == 0:
             return self.expmech_sampler(data, k / data.n, self.constraint)
@@ -197,7 +197,8 @@ class Problem(Parametrized):
         """An exact sampler of the Rashomon Gibbs law ∝ exp(−β·max{𝓛(θ), 𝓛* + ψ}) on C, or ``None``.
 
         ``beta`` is the inverse temperature on the **average** loss 𝓛 and 𝓛* = min_C 𝓛 (GTU
-        §1.5; spec langevin-rashomon A6, §5 F1). Return ``None`` when no exact sampler exists;
+        Def. 1.4, Thm 2.1; A6 of docs/langevin.md, 'Mechanism labels'; the exact law on F1:
+        docs/langevin.md, 'The Rashomon law on F1'). Return ``None`` when no exact sampler exists;
         the ``rashomon`` mechanism then reports the cell not applicable or uses MCMC.
         """
         return None

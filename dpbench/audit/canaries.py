@@ -5,8 +5,8 @@ and a unit score direction fixed BEFORE any mechanism run; the audit scores a re
 ⟨θ, direction⟩. Everything here is a function of the problem's generated data only (the auditor
 is not private, so it may solve the non-private problem), never of mechanism outputs.
 
-Canaries (spec anchors-dp-libraries §6.3; Jagielski, Ullman, Oprea 2020 for poisoning-style
-canaries; Nasr et al. 2021 for worst-case neighbours):
+Canaries (docs/audit.md, 'How the auditor works'; Jagielski, Ullman, Oprea 2020 for
+poisoning-style canaries; Nasr et al. 2021 for worst-case neighbours):
 
 * ``sphere`` — D = the generated rows with row 0 replaced by the canary c = r·u, where r is the
   data norm (max row norm of the generated data: the radius of the data universe for the

@@ -5,7 +5,7 @@ P[M(D) ∈ E] ≤ e^ε·P[M(D′) ∈ E] + δ (and symmetrically). With TPR = P[
 dataset) and FPR = P[E | D₀] ("denominator") this gives ε ≥ log((TPR − δ)/FPR), so one-sided
 Clopper–Pearson bounds TPR_lo ≤ TPR and FPR_hi ≥ FPR, each at level α/2, give the lower bound
 ε_lb = log((TPR_lo − δ)/FPR_hi), valid with probability ≥ 1 − α (union bound; Jagielski, Ullman,
-Oprea, NeurIPS 2020; DP-Sniper, Bichsel et al. S&P 2021). Spec anchors-dp-libraries §2.6.
+Oprea, NeurIPS 2020; DP-Sniper, Bichsel et al. S&P 2021; docs/audit.md, 'How the auditor works').
 
 A μ-GDP mechanism (Dong, Roth, Su, JRSS-B 2022) has every test's FNR ≥ Φ(Φ⁻¹(1 − FPR) − μ), so
 μ ≥ Φ⁻¹(1 − FPR) − Φ⁻¹(FNR); with FPR ≤ FPR_hi and FNR = 1 − TPR ≤ FNR_hi = 1 − TPR_lo this

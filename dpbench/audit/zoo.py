@@ -1,9 +1,9 @@
 """The broken zoo: DELIBERATELY WRONG mechanisms that measure the auditor's power.
 
 Each member is a small subclass of a shipped mechanism with exactly ONE privacy bug and a ledger
-that still claims the shipped mechanism's privacy (spec anchors-dp-libraries §6.3 "power
-checks", §8 item 2: mutation testing for privacy). They are registered as ``broken_*`` algorithms
-so that suites can audit them (``expect: violation``); NEVER use them for anything else.
+that still claims the shipped mechanism's privacy: mutation testing for privacy, which measures the
+auditor's power (docs/audit.md, 'Broken zoo and power'). They are registered as ``broken_*``
+algorithms so that suites can audit them (``expect: violation``); NEVER use them for anything else.
 
 How wrong each one is, at its designated audit point (``DESIGNATED``; p = 1, where the shipped
 base is tight, so the bug is a genuine violation, not slack eaten by a loose analysis):
@@ -28,9 +28,9 @@ base is tight, so the bug is a genuine violation, not slack eaten by a loose ana
   unclipped step moves θ by ≈ 1000·η·n ≈ 7.5 noise s.d. (n = 2, paper σ), to the boundary on the
   canary's side; true ε is unbounded (the gradient is), claimed ε ≈ 0.19.
 * ``broken_data_dependent_step`` — noisy SGD whose step size scales with ‖∇ℒ(θ₁; D)‖/L (a
-  data-dependent learning rate; spec §6.1 "data-dependent hyperparameters"). On the sphere pair
-  ∇ℒ(θ₁; D′) = 0, so the run on D′ never moves: a point mass against a continuous law, true ε
-  infinite; claimed ε ≈ 0.19.
+  data-dependent learning rate: a hyperparameter tuned on the private data, the pattern diffprivlib
+  warns about with its ``PrivacyLeakWarning``). On the sphere pair ∇ℒ(θ₁; D′) = 0, so the run on D′
+  never moves: a point mass against a continuous law, true ε infinite; claimed ε ≈ 0.19.
 """
 
 from __future__ import annotations

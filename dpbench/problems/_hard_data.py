@@ -1,22 +1,23 @@
-"""The BST14 §4.4 "hard" data sets shared by LB-Lin and LB-Quad.
+"""The "hard" data sets shared by LB-Lin and LB-Quad (docs/instances.md, 'Hard data').
 
-Lemma 5.1 (spec §4.1) builds its worst cases from k copies of one codeword μ ∈ {±1/√p}ᵖ padded with
-±c pairs that cancel in Σdᵢ. Here:
+BST14 Lemma 5.1 (proof in its Appendix C) builds its worst cases from k copies of one codeword
+μ ∈ {±1/√p}ᵖ padded with ±c pairs that cancel in Σdᵢ. Here:
 
 * μ is a uniform random sign vector (the mechanisms benchmarked are equivariant under coordinate
-  sign flips and permutations, so one random codeword is as hard as any, spec §4.4);
+  sign flips and permutations, so one random codeword is as hard as any [derived]);
 * k = round(signal·n) rows equal μ (half-up rounding, at least one row when signal > 0), or
-  k = min(n, signal_count) when ``signal_count`` > 0: the spec's k = ⌈c·p/ε⌉ rows, a signal
-  M ≈ k that does not grow with n (the instance where the min(n, p/ε) bounds bind for every n);
+  k = min(n, signal_count) when ``signal_count`` > 0: k of the order of the lemma's M ≈ p/ε, a
+  signal M ≈ k that does not grow with n (the instance where the min(n, p/ε) bounds bind for
+  every n);
 * the other n − k rows are ⌈(n − k)/2⌉ copies of a second random sign vector c and ⌊(n − k)/2⌋
   copies of −c, so they cancel exactly when n − k is even and leave one c otherwise;
 * every row is scaled to Euclidean norm ``norm``, so the universe is {±norm/√p}ᵖ.
 
-``signal`` plays the role of the spec's signal sweep: M = ‖Σdᵢ‖ is about k·norm, and signal = 1
+``signal`` drives the signal sweep of docs/instances.md: M = ‖Σdᵢ‖ is about k·norm, and signal = 1
 gives M = n·norm (the E1 instance). Rows are stored in block order (codeword rows first); the
 mechanisms sample rows uniformly, so the order carries no information.
 
-``data = "fingerprinting"`` (spec §4.4, [derived] from Bun–Ullman–Vadhan's fingerprinting codes)
+``data = "fingerprinting"`` ([derived] from Bun–Ullman–Vadhan's fingerprinting codes)
 replaces the k codeword copies by k rows whose column j is +norm/√p with a Tardos
 arcsine-distributed probability bⱼ, for the approximate-DP lower bounds (Thm 5.3/5.5); the
 padding is the same.
@@ -36,13 +37,14 @@ __all__ = ["HardData", "hard_data", "signal_rows", "tardos_biases", "HARD_DATA_P
 
 HARD_DATA_PARAMS: dict[str, Param] = {
     "signal": Param(1.0, low=0.0, high=1.0,
-                    doc="fraction of rows equal to the codeword (1: M = n·‖d‖, BST14 §4.4)"),
+                    doc="fraction of rows equal to the codeword (1: M = n·‖d‖, BST14 Lemma 5.1)"),
     "signal_count": Param(0, kind="int", low=0,
                           doc="if > 0, exactly min(n, signal_count) codeword rows (M fixed as n "
-                              "grows, BST14 §4.4 k = c·p/ε); 0: use the fraction 'signal'"),
+                              "grows, of the order p/ε of BST14 Lemma 5.1); 0: use the fraction "
+                              "'signal'"),
     "data": Param("packing", kind="str", choices=("packing", "fingerprinting"),
                   doc="signal rows: copies of one codeword (pure DP) or Tardos-style biased "
-                      "rows (approximate DP), BST14 §4.4"),
+                      "rows (approximate DP), BST14 Lemma 5.1; docs/instances.md"),
 }
 
 
@@ -88,8 +90,8 @@ def tardos_biases(p: int, k: int, rng: np.random.Generator) -> np.ndarray:
     """Column biases from the arcsine density ∝ 1/√(b(1 − b)) on [t, 1 − t], t = 1/(10k).
 
     Tardos (2003) draws b = sin²(r), r uniform on [t′, π/2 − t′] with sin²(t′) = t; his cutoff is
-    1/(300c) for c colluders, the milder 1/(10k) here is a choice of this benchmark (spec §4.4
-    leaves it open; [derived]).
+    1/(300c) for c colluders, the milder 1/(10k) here is a choice of this benchmark ([derived];
+    docs/instances.md, 'Hard data').
     """
     t = 1.0 / (10.0 * max(k, 1))
     lo = math.asin(math.sqrt(t))
@@ -98,7 +100,7 @@ def tardos_biases(p: int, k: int, rng: np.random.Generator) -> np.ndarray:
 
 def _fingerprinting(n: int, p: int, rng: np.random.Generator, norm: float,
                     signal: float, count: int = 0) -> HardData:
-    """§4.4 fingerprinting-inspired instance [derived]: k = round(signal·n) rows with entry j
+    """Fingerprinting-inspired instance [derived]: k = round(signal·n) rows with entry j
     equal to +norm/√p with probability bⱼ (Tardos biases) and −norm/√p otherwise, then ±c padding.
 
     Draws, in order: the biases, the padding vector, the k×p entry uniforms. ``codeword`` is the
@@ -120,7 +122,7 @@ def _fingerprinting(n: int, p: int, rng: np.random.Generator, norm: float,
 
 def hard_data(n: int, p: int, rng: np.random.Generator, norm: float, signal: float,
               data: str = "packing", count: int = 0) -> HardData:
-    """Draw the §4.4 hard data set: k signal rows, then ±c padding (see the module docstring).
+    """Draw the hard data set: k signal rows, then ±c padding (see the module docstring).
 
     ``data="packing"``: k copies of one random codeword; ``"fingerprinting"``: k Tardos-biased
     random rows (:func:`_fingerprinting`).

@@ -1,9 +1,9 @@
 """The synthetic linear-classification law shared by the hinge-SVM and logistic problems.
 
-Law (spec §5, "SVM hinge" row): x is uniform on the sphere of radius ``x_norm`` in Rᵖ,
-y = sign⟨w*, x⟩ with w* = e₁, and each label is flipped independently with probability
-``label_noise``. The law is rotation invariant, and so are the losses (they depend on θ only
-through ⟨θ, x⟩) and the ball C, so a fixed direction w* = e₁ is exactly as hard as any other.
+Law (docs/instances.md, 'Hinge SVM and logistic'): x is uniform on the sphere of radius ``x_norm``
+in Rᵖ, y = sign⟨w*, x⟩ with w* = e₁, and each label is flipped independently with probability
+``label_noise``. The law is rotation invariant, and so are the losses (they depend on θ only through
+⟨θ, x⟩) and the ball C, so a fixed direction w* = e₁ is exactly as hard as any other.
 
 Both problems are margin losses ℓ(θ; x, y) = φ(y⟨θ, x⟩) + (ridge/2)‖θ‖² with |φ'| ≤ 1 on the ball
 of radius R; :class:`MarginLossProblem` implements everything they share (parameters, constants,

@@ -1,21 +1,22 @@
 """FLAT-1D: the hard (flat) 1-D DP-SCO instance whose population excess decays like 1/√n.
 
-Langevin/Rashomon spec ``shared/spec/langevin-rashomon.md`` §5 F6 and §6.1 E2/E8: d ∈ {−1, +1}
-with P(d = 1) = (1 + τ)/2 and τ = min(1, c/√n), C = [−1, 1]. The per-example loss is
+The instance F6 (docs/instances.md, 'F6 flat instance'; docs/sco.md, 'FLAT-1D, the hard
+instance'): d ∈ {−1, +1} with P(d = 1) = (1 + τ)/2 and τ = min(1, c/√n), C = [−1, 1]. The
+per-example loss is
 
-    ℓ(θ; d) = −d·θ  (= |θ − d| − 1 on C, the 1-D ℓ2 median of F6 shifted by a constant),
+    ℓ(θ; d) = −d·θ  (= |θ − d| − 1 on C, the 1-D ℓ2 median shifted by a constant),
 
 (plus an optional data-independent ridge (r/2)θ², ``ridge``, the A8 regulariser of the Langevin
-wrappers), so the population loss is E ℓ(θ; d) = −τθ (the spec's "1 − τθ" up to the constant):
+wrappers, GTU §4.1/§4.4), so the population loss is E ℓ(θ; d) = −τθ (1 − τθ for the median form):
 linear, nearly flat, minimised at θ = 1, and its sign is barely identifiable from n samples (the
 mean d̄ has signal τ = c/√n against noise ≈ 1/√n, a constant signal-to-noise ratio c). The
 closed-form population excess is τ·(1 − θ) ∈ [0, 2τ]; it uses the **cell's** n (the law scales
 with n; ``Problem.population_excess(theta, p, n)``). For a fixed c the sign is mistaken with a
 probability bounded away from 0 (≈ Φ(−c) for ERM), so the excess is Θ(τ) = Θ(1/√n): the LD/√n
-lower-bound behaviour of DP-SCO (Bassily–Feldman–Talwar–Thakurta 2019; spec
-rem-and-mirror-descent §3 "SCO" rows, −½ past the crossover n*). For a large c only a private
-mechanism's noise keeps E(1 − θ) away from 0, which makes the instance a test of how much signal a
-mechanism's privacy noise leaves.
+lower-bound behaviour of DP-SCO (Bassily–Feldman–Talwar–Thakurta 2019; −½ in n past the crossover
+n*, docs/sco.md, 'Reading suites/sco.yaml'). For a large c only a private mechanism's noise keeps
+E(1 − θ) away from 0, which makes the instance a test of how much signal a mechanism's privacy
+noise leaves.
 
 Constants: L = 1 + r (|∇ℓ| = |−d + rθ| ≤ 1 + r on C), diameter ‖C‖ = 2, Δ = β = r (merely
 convex and linear when r = 0). ERM: L̄(θ) = −d̄θ + (r/2)θ² is minimised at clip(d̄/r, −1, 1), or
@@ -46,21 +47,21 @@ __all__ = ["Flat1D", "flat_tau", "interval_gaussian"]
 
 
 def flat_tau(signal: float, n: int) -> float:
-    """τ = min(1, c/√n): the population mean of d for a sample of size n (spec §5 F6)."""
+    """τ = min(1, c/√n): the population mean of d for a sample of size n."""
     if n < 1:
         raise ValueError(f"flat_1d: n must be >= 1, got {n}")
     return min(1.0, signal / math.sqrt(n))
 
 
 class Flat1D(Problem):
-    """−dθ on [−1, 1], d = ±1 with P(d = 1) = (1 + c/√n)/2: flat population (spec F6, E2)."""
+    """−dθ on [−1, 1], d = ±1 with P(d = 1) = (1 + c/√n)/2: flat population (docs/instances.md)."""
 
     name: ClassVar[str] = "flat_1d"
     summary: ClassVar[str] = ("1-D flat DP-SCO instance -d*theta on [-1, 1], "
                               "P(d=1) = (1+c/sqrt(n))/2; population excess c*(1-theta)/sqrt(n)")
-    citation: ClassVar[str] = ("Ganesh–Thakurta–Upadhyay (Langevin/Rashomon) spec §5 F6, "
-                               "§6.1 E2/E8; "
-                               "DP-SCO lower bound (BFTT19)")
+    citation: ClassVar[str] = ("DP-SCO lower bound (Bassily–Feldman–Talwar–Thakurta 2019) on the "
+                               "1-D median; GTU §4.1/§4.4 SCO rates; docs/instances.md, "
+                               "'F6 flat instance'")
     version: ClassVar[str] = "1"
     has_population: ClassVar[bool] = True
     params: ClassVar[dict[str, Param]] = {
@@ -132,7 +133,7 @@ class Flat1D(Problem):
                        method="closed form (1-D quadratic/linear on an interval)")
 
     def population_excess(self, theta: np.ndarray, p: int, n: int | None = None) -> float:
-        """f(θ) − min f with f(θ) = −τ(n)θ + (r/2)θ² (spec §5 F6); τ(n)·(1 − θ) when r = 0."""
+        """f(θ) − min f with f(θ) = −τ(n)θ + (r/2)θ²; τ(n)·(1 − θ) when r = 0."""
         if n is None:
             raise ValueError("flat_1d: the population law scales with n; pass the cell's n")
         tau = self.tau(n)
@@ -154,7 +155,7 @@ class Flat1D(Problem):
     def rem_sampler(
         self, data: Dataset, k: float, mu: float, center: np.ndarray
     ) -> Callable[[np.random.Generator], np.ndarray] | None:
-        """Exact REM law ∝ exp(−k·L̄(θ) − (kμ/2)(θ − c)²) on [−1, 1] (GLL'22 A1/A2, REM spec §1.4):
+        """Exact REM law ∝ exp(−k·L̄(θ) − (kμ/2)(θ − c)²) on [−1, 1] (GLL'22 Thm 25/28):
         exp(b θ − (a/2)θ²) with b = k(d̄ + μc), a = k(r + μ) (:func:`interval_gaussian`)."""
         c = float(np.asarray(center, dtype=float).reshape(-1)[0])
         mean = float(data.X[:, 0].mean())

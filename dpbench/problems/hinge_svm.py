@@ -1,9 +1,10 @@
-"""Hinge-loss SVM on a ball, optionally with a ridge (BST14 §1, §5 "SVM hinge" and "Hinge + ridge").
+"""Hinge-loss SVM on a ball, optionally with a ridge (BST14 §1's SVM example).
 
 ℓ(θ; x, y) = (1 − y⟨θ, x⟩)₊ + (ridge/2)‖θ‖² over the ball of radius R, with data from the linear
 law of :mod:`dpbench.problems._linear_law`. It is the paper's running example of a Lipschitz,
 non-smooth loss (β = ∞); the ridge makes it Δ = ridge strongly convex and adds ridge·R to L
-(spec §1.1, "folding the regulariser raises the Lipschitz constant").
+(folding the regulariser raises the Lipschitz constant: docs/instances.md, 'Conventions'; the
+instance: 'Hinge SVM and logistic').
 
 Subgradient used: −y·x·1[y⟨θ, x⟩ < 1] + ridge·θ (0 is taken at the kink). The constrained optimum is
 certified by :func:`dpbench.optimize.solve_hinge_ball` (exact dual bound, stopping at gap ≤

@@ -1,12 +1,12 @@
-"""HUB-1D: the Huberization counterexample of BST14 Appendix A (spec §4.6, §2.10, §6.2 E10).
+"""HUB-1D: the Huberization counterexample of BST14 Appendix A (docs/instances.md, 'HUB-1D').
 
 ℓ(θ; (x, y)) = (y − xθ)₊ on C = [−2, 2] (p = 1 only; L = 1 since |x| ≤ 1, ‖C‖ = 4), with the two
 data sets of Appendix A (n₁ = round(n/3) and a₂ = max(round(n/2 − 1/(32h)), 0) rows below):
 
 * **D1:** n₁ rows (x, y) = (−1, 1), i.e. (1 + θ)₊, and n − n₁ rows (1, −1), i.e. (−1 − θ)₊.
-  Slopes −(n − n₁) left of −1 and +n₁ right of it, so θ* = −1. **Erratum** (spec §7.3 item 4): the
-  paper says θ* = 1; as printed the data put the kink and θ* at −1. The Huberized minimiser is
-  −1 + h/3 and its excess ≈ n·h/9.
+  Slopes −(n − n₁) left of −1 and +n₁ right of it, so θ* = −1. **Erratum** (docs/bst14.md, Errata
+  item 4): the paper says θ* = 1; as printed the data put the kink and θ* at −1. The Huberized
+  minimiser is −1 + h/3 and its excess ≈ n·h/9 [derived].
 * **D2:** a₂ rows (−1, 1), i.e. (1 + θ)₊, and n − a₂ rows (1, 1), i.e. (1 − θ)₊. θ* = 1, and the
   slope on (−1, 1) is a₂ − (n − a₂) ≈ max(−1/(16h), −n).
 
@@ -57,12 +57,13 @@ def HINGE_RESIDUAL() -> LossKernel:
 
 
 class Hub1D(Problem):
-    """(y − xθ)₊ on [−2, 2] with the Appendix A data sets D1 / D2 (spec §4.6)."""
+    """(y − xθ)₊ on [−2, 2] with the Appendix A data sets D1 / D2 (docs/instances.md)."""
 
     name: ClassVar[str] = "hub_1d"
     summary: ClassVar[str] = "1-D (y - x*theta)_+ on [-2, 2]; BST14 Appendix A Huber counterexample"
     citation: ClassVar[str] = ("Bassily, Smith, Thakurta (2014), Differentially Private ERM, "
-                               "Appendix A (Thm A.1, Lemmas A.2/A.3); spec §4.6, erratum §7.3.4")
+                               "Appendix A (Thm A.1, Lemmas A.2/A.3); docs/instances.md, 'HUB-1D'; "
+                               "erratum: docs/bst14.md, Errata item 4")
     version: ClassVar[str] = "1"
     params: ClassVar[dict[str, Param]] = {
         "dataset": Param("D1", kind="str", choices=("D1", "D2"), doc="Appendix A data set"),
@@ -138,7 +139,7 @@ class Hub1D(Problem):
 
     def expmech_sampler(self, data: Dataset, k: float, region: ConstraintSet
                         ) -> Callable[[np.random.Generator], np.ndarray] | None:
-        """Exact sampler of exp(−k·Σℓ) on the interval ``region`` (piecewise exponential, §4.6)."""
+        """Exact sampler of exp(−k·Σℓ) on the interval ``region`` (piecewise exponential)."""
         from ..samplers.piecewise import interval_of, piecewise_from_function
 
         lo, hi = interval_of(region)

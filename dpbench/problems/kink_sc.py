@@ -1,22 +1,23 @@
-"""KINK-SC: the kinked strongly convex instance of BST14 spec §4.7 [derived].
+"""KINK-SC: a kinked strongly convex instance for BST14's localisation (§4) [derived].
 
 ℓ(θ; d) = ‖θ − d‖ + (Δ/2)‖θ − d‖² on the ball C of radius R, with data in C. Per example it is
 Δ-strongly convex and non-smooth (a kink at d); ‖∇ℓ‖ = 1 + Δ‖θ − d‖ ≤ 1 + 2ΔR = L over θ, d ∈ C.
 
 Data (parameter ``signal``): d₀ is a uniformly random direction times ``d0_norm`` (drawn from the
 generator); k = round(signal·n) rows equal d₀ (at least one), and the other n − k rows are ±c pairs
-with c another uniformly random direction times ``d0_norm`` (as the §4.4 padding: ⌈(n − k)/2⌉
-copies of c, ⌊(n − k)/2⌋ of −c). Every row has norm d0_norm ≤ R.
+with c another uniformly random direction times ``d0_norm`` (the padding of docs/instances.md,
+'Hard data': ⌈(n − k)/2⌉ copies of c, ⌊(n − k)/2⌋ of −c). Every row has norm d0_norm ≤ R.
 
 * signal = 1 (default): θ* = d₀ exactly, the excess of θ is n(r + Δr²/2) with r = ‖θ − d₀‖, and
-  the exponential-mechanism density is radial around d₀ (spec §4.7, O6), sampled exactly by
+  the exponential-mechanism density is radial around d₀ (oracle O6), sampled exactly by
   :mod:`dpbench.samplers.radial`.
 * signal < 1: θ* by the certified 1-median solver :mod:`dpbench.median_solver`, since
   (1/n)Σℓ = (1/n)Σ‖θ − dᵢ‖ + (Δ/2)‖θ − q‖² + const with q the row mean.
 
 It separates OutPert (flat in n, O5 = 2pL/(Δε)) from Localize (∝ log n/n, O6) and NoisySGD-SC
-(spec §4.7, §6.2 E7/E8, §8.3). The strong-convexity parameter is called ``curvature`` to keep it
-apart from the privacy δ.
+(docs/instances.md, 'KINK-SC'; oracles and the reference run in docs/bst14.md, 'Oracle curves and
+reference runs'). The strong-convexity parameter is called ``curvature`` to keep it apart from the
+privacy δ.
 """
 
 from __future__ import annotations
@@ -44,12 +45,12 @@ def random_direction(p: int, rng: np.random.Generator) -> np.ndarray:
 
 
 class KinkSC(Problem):
-    """‖θ − d‖ + (Δ/2)‖θ − d‖² on a ball, most rows at d₀ (BST14 spec §4.7 KINK-SC)."""
+    """‖θ − d‖ + (Δ/2)‖θ − d‖² on a ball, most rows at d₀ (docs/instances.md, 'KINK-SC')."""
 
     name: ClassVar[str] = "kink_sc"
     summary: ClassVar[str] = "kinked strongly convex ||theta-d|| + (Delta/2)||theta-d||^2"
     citation: ClassVar[str] = ("Bassily, Smith, Thakurta (2014), Differentially Private ERM; "
-                               "derived instance KINK-SC of the implementation spec §4.7")
+                               "derived instance KINK-SC (docs/instances.md)")
     version: ClassVar[str] = "1"
     params: ClassVar[dict[str, Param]] = {
         "radius": Param(1.0, low=0.0, low_open=True, doc="radius R of the ball C (diameter 2R)"),
@@ -70,7 +71,8 @@ class KinkSC(Problem):
         if self.d0_norm > self.radius:
             raise UserInputError(
                 f"problem {self.name!r}: parameter 'd0_norm' ({self.d0_norm!r}) must not exceed "
-                f"parameter 'radius' ({self.radius!r}): the data must lie in C (spec §4.7)")
+                f"parameter 'radius' ({self.radius!r}): the data must lie in C (docs/instances.md, "
+                "'KINK-SC')")
 
     @property
     def constraint(self) -> ConstraintSet:
@@ -78,7 +80,7 @@ class KinkSC(Problem):
 
     @property
     def lipschitz(self) -> float:
-        """L = 1 + 2ΔR: ‖∇ℓ‖ = 1 + Δ‖θ − d‖ and ‖θ − d‖ ≤ 2R for θ, d ∈ C (spec §4.7)."""
+        """L = 1 + 2ΔR: ‖∇ℓ‖ = 1 + Δ‖θ − d‖ and ‖θ − d‖ ≤ 2R for θ, d ∈ C."""
         return 1.0 + 2.0 * self.curvature * self.radius
 
     @property
@@ -153,7 +155,8 @@ class KinkSC(Problem):
         return draw
 
     def excess_sum(self, theta: np.ndarray, data: Dataset) -> float:
-        """Sum-scale excess n(r + Δr²/2) of θ when every row is d₀ (spec §4.7); NaN otherwise."""
+        """Sum-scale excess n(r + Δr²/2) of θ when every row is d₀ (docs/instances.md, 'KINK-SC');
+        NaN otherwise."""
         d0 = self._single_point(data)
         if d0 is None:
             return math.nan

@@ -1,12 +1,13 @@
-"""LB-Lin: the linear lower-bound instance of BST14 §4.2 (Theorems 5.2 and 5.3).
+"""LB-Lin: the linear lower-bound instance of BST14 §5.1 (eqs. 3–4, Theorems 5.2 and 5.3).
 
-ℓ(θ; d) = −⟨θ, d⟩ on the ball of radius R (diameter ‖C‖ = 2R), with d drawn from the §4.4 hard data
-(rows of norm 1). The sum loss is −⟨θ, s⟩ with s = Σdᵢ, so θ* = R·s/‖s‖ in closed form and the
-sum-scale excess of θ is R·M − ⟨θ, s⟩ with M = ‖s‖. Every (ε, 0)-DP algorithm has excess
-Ω(min(n, p/ε)) (Thm 5.2) and every (ε, δ)-DP algorithm Ω(min(n, √p/ε)) (Thm 5.3), on the sum scale.
+ℓ(θ; d) = −⟨θ, d⟩ on the ball of radius R (diameter ‖C‖ = 2R), with d drawn from the hard data
+(docs/instances.md, 'Hard data'; rows of norm 1). The sum loss is −⟨θ, s⟩ with s = Σdᵢ, so
+θ* = R·s/‖s‖ in closed form and the sum-scale excess of θ is R·M − ⟨θ, s⟩ with M = ‖s‖. Every
+(ε, 0)-DP algorithm has excess Ω(min(n, p/ε)) (Thm 5.2) and every (ε, δ)-DP algorithm
+Ω(min(n, √p/ε)) (Thm 5.3), on the sum scale.
 
 Constants over the universe {±1/√p}ᵖ: L = max‖d‖ = 1, Δ = 0, and β = 0 (a linear loss is smooth
-with a zero smoothness constant).
+with a zero smoothness constant). The instance and its closed forms: docs/instances.md, 'LB-Lin'.
 """
 
 from __future__ import annotations
@@ -25,12 +26,12 @@ __all__ = ["LBLin"]
 
 
 class LBLin(Problem):
-    """Linear loss −⟨θ, d⟩ on a ball, hard data with ‖d‖ = 1 (BST14 §4.2, Thm 5.2/5.3)."""
+    """Linear loss −⟨θ, d⟩ on a ball, hard data with ‖d‖ = 1 (BST14 §5.1, Thm 5.2/5.3)."""
 
     name: ClassVar[str] = "lb_lin"
     summary: ClassVar[str] = "linear loss -<theta, d> on a ball; BST14 lower-bound instance"
     citation: ClassVar[str] = ("Bassily, Smith, Thakurta (2014), Differentially Private ERM: "
-                               "Efficient Algorithms and Tight Error Bounds, §4.2, Thm 5.2/5.3")
+                               "Efficient Algorithms and Tight Error Bounds, §5.1, Thm 5.2/5.3")
     version: ClassVar[str] = "1"
     params: ClassVar[dict[str, Param]] = {
         "radius": Param(1.0, low=0.0, low_open=True, doc="radius R of the ball C (diameter 2R)"),
@@ -63,7 +64,8 @@ class LBLin(Problem):
     def expmech_sampler(
         self, data: Dataset, k: float, region: ConstraintSet
     ) -> Callable[[np.random.Generator], np.ndarray] | None:
-        """Exact sampler of ∝ exp(k⟨θ, s⟩) on C, s = Σdᵢ (von Mises–Fisher lift, spec §4.7 O1).
+        """Exact sampler of ∝ exp(k⟨θ, s⟩) on C, s = Σdᵢ (von Mises–Fisher lift; docs/bst14.md,
+        'Exact samplers', and oracle O1).
 
         Only for the region C itself (``None`` for a localised region).
         """

@@ -1,14 +1,15 @@
-"""LB-Quad: the quadratic lower-bound instance of BST14 §4.3 (Theorems 5.4 and 5.5).
+"""LB-Quad: the quadratic lower-bound instance of BST14 §5.2 (eqs. 5–7, Theorems 5.4 and 5.5).
 
-ℓ(θ; d) = ½‖θ − d‖² on the ball of radius R, with d drawn from the §4.4 hard data with rows of norm
-``data_norm`` ≤ R. The average loss is ½‖θ − q‖² + const with q the mean of the rows, so
-θ* = Π_C(q) in closed form (q ∈ C already, since ‖q‖ ≤ data_norm ≤ R; it is projected anyway), and
-the sum-scale excess is (n/2)‖θ − q‖² (BST14 eq. 7). Lower bounds: Ω(min(n, p²/(ε²n))) for
-(ε, 0)-DP (Thm 5.4), Ω(min(n, p/(ε²n))) for (ε, δ)-DP (Thm 5.5).
+ℓ(θ; d) = ½‖θ − d‖² on the ball of radius R, with d drawn from the hard data (docs/instances.md,
+'Hard data') with rows of norm ``data_norm`` ≤ R. The average loss is ½‖θ − q‖² + const with q the
+mean of the rows, so θ* = Π_C(q) in closed form (q ∈ C already, since ‖q‖ ≤ data_norm ≤ R; it is
+projected anyway), and the sum-scale excess is (n/2)‖θ − q‖² (BST14 eq. 7). Lower bounds:
+Ω(min(n, p²/(ε²n))) for (ε, 0)-DP (Thm 5.4), Ω(min(n, p/(ε²n))) for (ε, δ)-DP (Thm 5.5).
 
 Constants: Δ = β = 1 per example, and L = R + data_norm, since ∇ℓ = θ − d has norm up to
-‖θ‖ + ‖d‖. **Erratum** (spec §7.3 item 3): the paper calls this loss 1-Lipschitz, but on the unit
-ball with ‖d‖ = 1 it is 2-Lipschitz; privacy must be calibrated with L = 2 there.
+‖θ‖ + ‖d‖. **Erratum** (docs/bst14.md, Errata item 3): the paper calls this loss 1-Lipschitz, but
+on the unit ball with ‖d‖ = 1 it is 2-Lipschitz; privacy must be calibrated with L = 2 there.
+The instance and its closed forms: docs/instances.md, 'LB-Quad'.
 """
 
 from __future__ import annotations
@@ -28,12 +29,12 @@ __all__ = ["LBQuad"]
 
 
 class LBQuad(Problem):
-    """Quadratic loss ½‖θ − d‖² on a ball, hard data (BST14 §4.3, Thm 5.4/5.5)."""
+    """Quadratic loss ½‖θ − d‖² on a ball, hard data (BST14 §5.2, Thm 5.4/5.5)."""
 
     name: ClassVar[str] = "lb_quad"
     summary: ClassVar[str] = "quadratic loss 0.5*||theta - d||^2 on a ball; BST14 lower-bound instance"
     citation: ClassVar[str] = ("Bassily, Smith, Thakurta (2014), Differentially Private ERM: "
-                               "Efficient Algorithms and Tight Error Bounds, §4.3, Thm 5.4/5.5")
+                               "Efficient Algorithms and Tight Error Bounds, §5.2, Thm 5.4/5.5")
     version: ClassVar[str] = "1"
     params: ClassVar[dict[str, Param]] = {
         "radius": Param(1.0, low=0.0, low_open=True, doc="radius R of the ball C (diameter 2R)"),
@@ -54,7 +55,7 @@ class LBQuad(Problem):
             raise UserInputError(
                 f"problem {self.name!r}: parameter 'data_norm' ({self.data_norm!r}) must not "
                 f"exceed parameter 'radius' ({self.radius!r}), so that the mean of the data lies "
-                "in C and θ* is the mean (BST14 §4.3)")
+                "in C and θ* is the mean (BST14 §5.2)")
 
     @property
     def constraint(self) -> ConstraintSet:
@@ -62,7 +63,7 @@ class LBQuad(Problem):
 
     @property
     def lipschitz(self) -> float:
-        """L = R + data_norm = sup ‖θ − d‖ over θ ∈ C and the universe (erratum §7.3 item 3)."""
+        """L = R + data_norm = sup ‖θ − d‖ over θ ∈ C and the universe (docs/bst14.md, Errata 3)."""
         return self.radius + self.data_norm
 
     @property
@@ -81,7 +82,7 @@ class LBQuad(Problem):
         self, data: Dataset, k: float, region: ConstraintSet
     ) -> Callable[[np.random.Generator], np.ndarray] | None:
         """Exact sampler of ∝ exp(−(kn/2)‖θ − q‖²), q the mean row, on a ball or an
-        intersection of balls (C or C ∩ B(θ₀, r₀)); rejection, spec §4.7 O7."""
+        intersection of balls (C or C ∩ B(θ₀, r₀)); rejection (oracle O7 of docs/bst14.md)."""
         from ..errors import NotApplicable
         from ..samplers.ball import truncated_gaussian_sampler
         from ..samplers.mcmc import region_balls

@@ -1,21 +1,22 @@
-"""P2 linear-ball and P2h hard-SCO: ⟨θ, s⟩ on a ball (REM spec §5 P2/P2h, §4 items 2–3).
+"""P2 linear-ball and P2h hard-SCO: ⟨θ, s⟩ on a ball (docs/instances.md, 'P2 and P2h ...').
 
-ℓ(θ; s) = ⟨θ, s⟩ on C = B(0, R) (diameter 2R), rows s ∈ {±G/√p}^p (‖s‖ = G). Spec:
-``shared/spec/rem-and-mirror-descent.md`` §5 (P2, P2h), §4 item 2 (the value-query/statistical hard
-instance), §6.1 E4, §6.3 P8 (population slopes of −1/2 need n-scaled instances).
+ℓ(θ; s) = ⟨θ, s⟩ on C = B(0, R) (diameter 2R), rows s ∈ {±G/√p}^p (‖s‖ = G). P2h is a sign-data
+version of the statistical hard instance behind GLL'22 Thm 31 / Cor. 36; population slopes of −1/2
+need such n-scaled instances (docs/rem.md, pitfall P8; experiment E4 of suites/rem.yaml).
 
-Constants: L = G (G_f), and |⟨θ, s − s'⟩| differences are 2G-Lipschitz (G_diff = 2G, spec §1.1:
-REM uses 2L); Δ = 0; β = 0.
+Constants: L = G (G_f), and |⟨θ, s − s'⟩| differences are 2G-Lipschitz (G_diff = 2G: REM uses 2L,
+docs/rem.md, pitfall P5); Δ = 0; β = 0.
 
 Data law: coordinate j is +G/√p with probability (1 + b·vⱼ)/2, else −G/√p, with v = (+1, −1, +1, …)
 (a fixed public sign pattern), so E s = (G/√p)·b·v and ‖E s‖ = G·b. P2 uses a fixed b = ``bias``;
-P2h (``hard_sco``) uses b = 1/(2√n): ‖E s‖ = G/(2√n), the statistical hard instance of §4 item 2 at
-Q = nd, on which every algorithm has population excess ≳ GD/√n and REM-SCO shows −1 → −1/2 at
-n* = d log(1/δ)/ε² (E4). ``population_excess(θ, p, n)`` uses the cell's n for P2h.
+P2h (``hard_sco``) uses b = 1/(2√n): ‖E s‖ = G/(2√n), the statistical hard instance (GLL'22 Thm 31
+with every sample fully observed), on which every algorithm has population excess ≳ GD/√n and
+REM-SCO shows −1 → −1/2 at n* = d log(1/δ)/ε² (E4). ``population_excess(θ, p, n)`` uses the
+cell's n for P2h.
 
 Exact: θ* = −R s̄/‖s̄‖ (value −R‖s̄‖), population excess ⟨E s, θ⟩ + R‖E s‖, and REM's target
-∝ exp(−k⟨x, s̄⟩ − (kμ/2)‖x − c‖²) = N(c − s̄/μ, I/(kμ)) truncated to the ball (spec S2;
-:func:`dpbench.samplers.alternating.ball_gaussian_sampler`).
+∝ exp(−k⟨x, s̄⟩ − (kμ/2)‖x − c‖²) = N(c − s̄/μ, I/(kμ)) truncated to the ball (docs/rem.md,
+'Exact 𝒢_y draws (S2)'; :func:`dpbench.samplers.alternating.ball_gaussian_sampler`).
 """
 
 from __future__ import annotations
@@ -51,12 +52,12 @@ def lin_grad(theta, X, y, prm, i, out):  # type: ignore[no-untyped-def]
 
 
 class LinBall(Problem):
-    """⟨θ, s⟩ on a ball, biased sign data; ``hard_sco``: mean G/(2√n) (REM spec §5 P2/P2h)."""
+    """⟨θ, s⟩ on a ball, biased sign data; ``hard_sco``: mean G/(2√n) (P2/P2h)."""
 
     name: ClassVar[str] = "lin_ball"
     summary: ClassVar[str] = "linear loss <theta, s> on a ball; hard_sco: P2h, mean scales 1/sqrt(n)"
     citation: ClassVar[str] = ("Gopi, Lee, Liu (COLT 2022), Thm 31 / Cor. 36 hard instance; "
-                               "REM spec §5 P2/P2h")
+                               "docs/instances.md, 'P2 and P2h linear ball'")
     version: ClassVar[str] = "1"
     has_population: ClassVar[bool] = True
     params: ClassVar[dict[str, Param]] = {
@@ -123,7 +124,8 @@ class LinBall(Problem):
 
     def rem_sampler(self, data: Dataset, k: float, mu: float, center: np.ndarray
                     ) -> Callable[[np.random.Generator], np.ndarray] | None:
-        """N(c − s̄/μ, I/(kμ)) on the ball (exact up to the t-marginal's quadrature, spec S2)."""
+        """N(c − s̄/μ, I/(kμ)) on the ball (exact up to the t-marginal's quadrature; docs/rem.md,
+        'Exact 𝒢_y draws (S2)')."""
         if not k * mu > 0:
             return None
         from ..samplers.alternating import ball_gaussian_sampler

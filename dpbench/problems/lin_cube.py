@@ -1,22 +1,23 @@
 """F2: linear loss on the scaled cube, the instance that makes the Gibbs bound p/β tight.
 
-Ganesh–Thakurta–Upadhyay (GTU) spec ``shared/spec/langevin-rashomon.md`` §5 F2 (and §6 E1, E7):
+The instance F2 of docs/instances.md ('F2 cube'), used for Ganesh–Thakurta–Upadhyay's (GTU)
+Thm 2.4 (experiment E1 of suites/langevin.yaml) and §4.4 (E7):
 
     ℓ(θ; d) = 1 − ⟨θ, d⟩ + (ridge/2)‖θ‖²,   ‖d‖₂ ≤ 1,   C = [−a, a]^p,  a = 1/√p,
 
-(:class:`dpbench.constraints.Box` of radius 1: diameter 2 in every dimension, spec §5 rule 1).
-Since ‖θ‖ ≤ 1 on C, ℓ ≥ 0 when ridge = 0 (spec §1.1 normalisation). Constants: L = 1 + ridge
-(‖∇ℓ‖ = ‖−d + ridge·θ‖ ≤ 1 + ridge on C), m = M = ridge, diameter 2. The ``ridge`` parameter is the
-data-independent regulariser of the A8 wrapper (centre 0 = the centre of C), so
-``LinCube(ridge=λ)`` is the regularised instance the ``gibbs`` mechanism samples with
+(:class:`dpbench.constraints.Box` of radius 1: diameter 2 in every dimension, so p-sweeps keep L
+and ‖C‖ fixed). Since ‖θ‖ ≤ 1 on C, ℓ ≥ 0 when ridge = 0 (GTU assume non-negative losses).
+Constants: L = 1 + ridge (‖∇ℓ‖ = ‖−d + ridge·θ‖ ≤ 1 + ridge on C), m = M = ridge, diameter 2. The
+``ridge`` parameter is the data-independent regulariser of the A8 wrapper (centre 0 = the centre
+of C), so ``LinCube(ridge=λ)`` is the regularised instance the ``gibbs`` mechanism samples with
 ``regularize="erm"``.
 
-Data: biased-sign codewords in the spirit of BST14's fingerprinting instance (spec §5 F2):
+Data [derived]: biased-sign codewords in the spirit of BST14's fingerprinting instance:
 d_ij = s_ij/√p with s_ij = +1 with probability P_j, and P_j ~ Beta(b, b) (``sign_shape`` b) drawn
 once from a fixed public seed (``law_seed``), so the law — hence the population minimiser — does not
-change along n (spec §5 rule 2). Population: 𝓛_𝒟(θ) = 1 − ⟨θ, μ⟩ with μ_j = (2P_j − 1)/√p.
+change along n. Population: 𝓛_𝒟(θ) = 1 − ⟨θ, μ⟩ with μ_j = (2P_j − 1)/√p.
 
-The Gibbs law factorises (spec §5 F2): θ_j has density ∝ exp(β(v_jθ_j − (ridge/2)θ_j²)) on
+The Gibbs law factorises: θ_j has density ∝ exp(β(v_jθ_j − (ridge/2)θ_j²)) on
 [−a, a] with v = d̄ — a truncated exponential (inverse CDF) for ridge = 0 and a truncated normal
 N(v_j/ridge, 1/(β·ridge)) otherwise (:func:`cube_gibbs_sampler`, exact). The exact expected
 excess for ridge = 0 is Σ_j [1/β − 2a|v_j|/(e^{2aβ|v_j|} − 1)] (:func:`cube_gibbs_excess`).
@@ -70,7 +71,7 @@ def cube_coordinate_cdf(t: np.ndarray, c: float, a: float, ridge_prec: float = 0
 
 def cube_gibbs_sampler(v: np.ndarray, beta: float, a: float, ridge: float = 0.0
                        ) -> Callable[[np.random.Generator], np.ndarray]:
-    """Exact sampler of ∝ exp(β(⟨θ, v⟩ − (ridge/2)‖θ‖²)) on [−a, a]^p (spec §5 F2; A8 ridge)."""
+    """Exact sampler of ∝ exp(β(⟨θ, v⟩ − (ridge/2)‖θ‖²)) on [−a, a]^p (factorised; A8 ridge)."""
     v = np.asarray(v, dtype=float)
     if ridge > 0:
         prec = beta * ridge
@@ -92,7 +93,7 @@ def cube_gibbs_sampler(v: np.ndarray, beta: float, a: float, ridge: float = 0.0
 
 
 def cube_gibbs_excess(v: np.ndarray, beta: float, a: float) -> float:
-    """Exact E[excess ERM] of the ridge-free Gibbs law on the cube (spec §5 F2):
+    """Exact E[excess ERM] of the ridge-free Gibbs law on the cube (docs/instances.md, 'F2 cube'):
     Σ_j [1/β − 2a|v_j|/(e^{2aβ|v_j|} − 1)] (→ p/β once β|v_j|a ≫ 1; the term is p/β·… ≥ 0)."""
     x = 2.0 * a * beta * np.abs(np.asarray(v, dtype=float))
     with np.errstate(over="ignore", divide="ignore", invalid="ignore"):
@@ -101,13 +102,14 @@ def cube_gibbs_excess(v: np.ndarray, beta: float, a: float) -> float:
 
 
 class LinCube(Problem):
-    """Linear loss 1 − ⟨θ, d⟩ (+ ridge) on the cube [−1/√p, 1/√p]^p, biased-sign data (GTU §5 F2)."""
+    """Linear loss 1 − ⟨θ, d⟩ (+ ridge) on the cube [−1/√p, 1/√p]^p, biased-sign data (F2)."""
 
     name: ClassVar[str] = "lin_cube"
     summary: ClassVar[str] = ("linear loss 1 - <theta, d> on the cube [-1/sqrt(p), 1/sqrt(p)]^p, "
                               "biased-sign codewords; exact factorised Gibbs sampler (F2)")
     citation: ClassVar[str] = ("Ganesh, Thakurta, Upadhyay (2023), Rashomon sets and Langevin "
-                               "diffusion, spec §5 F2; BST14 fingerprinting instance")
+                               "diffusion, Thm 2.4 and §4.4; instance F2 of docs/instances.md; "
+                               "BST14 fingerprinting instance")
     version: ClassVar[str] = "1"
     has_population: ClassVar[bool] = True
     params: ClassVar[dict[str, Param]] = {
@@ -187,7 +189,8 @@ class LinCube(Problem):
         self, data: Dataset, k: float, region: ConstraintSet
     ) -> Callable[[np.random.Generator], np.ndarray] | None:
         """Exact sampler of ∝ exp(−k·Σᵢℓ(θ; dᵢ)) on C (β = kn on the average): factorised
-        inverse CDF / truncated normal (spec §5 F2). ``None`` for any region other than C."""
+        inverse CDF / truncated normal (docs/instances.md, 'F2 cube'). ``None`` for any region
+        other than C."""
         if not (isinstance(region, Box) and region == self.constraint):
             return None
         a = self.constraint.half_width(data.p)  # type: ignore[attr-defined]

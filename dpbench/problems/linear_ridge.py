@@ -1,4 +1,4 @@
-"""Linear loss plus ridge, for Δ sweeps at fixed L (BST14 spec §5, §6.2 E7/E9).
+"""Linear loss plus ridge, for Δ sweeps at fixed L (docs/instances.md, 'Linear + ridge').
 
 ℓ(θ; d) = −⟨θ, d⟩ + (Δ/2)‖θ‖² on the ball C of radius R, with every row of norm ``data_norm``:
 ‖∇ℓ‖ = ‖−d + Δθ‖ ≤ data_norm + ΔR = L, and Δ = β = ``ridge`` per example. The average loss is
@@ -7,9 +7,9 @@
 Data law: a biased sign vector, every row in {±data_norm/√p}ᵖ (so ‖d‖ = data_norm exactly), with
 the coordinates independent and P(dⱼ = +data_norm/√p) = (1 + mean_norm/data_norm)/2. The mean is
 μ = mean_norm·u with u = (1, …, 1)/√p (one fixed direction is as hard as any: the mechanisms are
-equivariant under coordinate sign flips, spec §4.4). With mean_norm/Δ < R, θ* is interior for
-large n. Population excess in closed form (spec §5): TrueRisk(θ) = −⟨θ, μ⟩ + (Δ/2)‖θ‖², minimised
-over C at Π_C(μ/Δ).
+equivariant under coordinate sign flips, docs/instances.md, 'Hard data'). With mean_norm/Δ < R, θ*
+is interior for large n. Population excess in closed form: TrueRisk(θ) = −⟨θ, μ⟩ + (Δ/2)‖θ‖²,
+minimised over C at Π_C(μ/Δ).
 """
 
 from __future__ import annotations
@@ -29,12 +29,12 @@ __all__ = ["LinearRidge"]
 
 
 class LinearRidge(Problem):
-    """−⟨θ, d⟩ + (Δ/2)‖θ‖² on a ball, biased-sign data of small mean (spec §5)."""
+    """−⟨θ, d⟩ + (Δ/2)‖θ‖² on a ball, biased-sign data of small mean (docs/instances.md)."""
 
     name: ClassVar[str] = "linear_ridge"
     summary: ClassVar[str] = "linear -<theta, d> + (ridge/2)||theta||^2 on a ball (Delta sweeps)"
     citation: ClassVar[str] = ("Bassily, Smith, Thakurta (2014), Differentially Private ERM; "
-                               "linear + ridge family of the implementation spec §5")
+                               "linear + ridge family, docs/instances.md, 'Linear + ridge'")
     version: ClassVar[str] = "1"
     has_population: ClassVar[bool] = True
     params: ClassVar[dict[str, Param]] = {
@@ -107,7 +107,8 @@ class LinearRidge(Problem):
     def expmech_sampler(self, data: Dataset, k: float, region: ConstraintSet
                         ) -> Callable[[np.random.Generator], np.ndarray] | None:
         """Exact sampler of exp(−k·Σℓ) ∝ exp(−(knΔ/2)‖θ − q/Δ‖²) on a ball or an intersection of
-        balls: Σℓ = (nΔ/2)‖θ − q/Δ‖² + const, a truncated Gaussian (rejection, spec §4.7 O7)."""
+        balls: Σℓ = (nΔ/2)‖θ − q/Δ‖² + const, a truncated Gaussian (rejection; oracle O7 of
+        docs/bst14.md)."""
         from ..samplers.ball import truncated_gaussian_sampler
         from ..samplers.mcmc import region_balls
 

@@ -1,5 +1,5 @@
-"""Logistic regression on a ball, optionally with a ridge (spec §5 "Logistic": a smooth baseline,
-not in BST14).
+"""Logistic regression on a ball, optionally with a ridge: a smooth GLM baseline, not in BST14
+(docs/instances.md, 'Hinge SVM and logistic').
 
 ℓ(θ; x, y) = log(1 + exp(−y⟨θ, x⟩)) + (ridge/2)‖θ‖² over the ball of radius R, with data from the
 linear law of :mod:`dpbench.problems._linear_law`. Constants: L = x_norm + ridge·R (|φ'| ≤ 1),
@@ -30,8 +30,8 @@ class Logistic(MarginLossProblem):
 
     name: ClassVar[str] = "logistic"
     summary: ClassVar[str] = "logistic loss log(1 + exp(-y<theta, x>)) (+ ridge) on a ball"
-    citation: ClassVar[str] = ("Smooth GLM baseline (not in BST14); spec bst14.md §5, "
-                               "'Logistic' row")
+    citation: ClassVar[str] = ("Smooth GLM baseline (not in BST14); docs/instances.md, "
+                               "'Hinge SVM and logistic'")
     version: ClassVar[str] = "1"
 
     @property

@@ -1,10 +1,12 @@
-"""F1: private mean estimation, the quadratic workhorse of the Langevin/Rashomon spec (§5 F1).
+"""F1: private mean estimation, the quadratic workhorse of GTU's rates.
+
+docs/instances.md, 'F1 mean estimation', and docs/langevin.md, 'F1: private mean estimation'.
 
 ℓ(θ; d) = ½‖θ − d‖² on C = B(0, R), with data d_i = μ + r·u_i, u_i uniform on the unit sphere,
 μ = ``mean_norm``·e₁ and r = ``spread``, ‖μ‖ + r ≤ R (so every row lies in C). Then E d = μ exactly
 and tr Cov(d) = r².
 
-Constants (spec §5 F1): L = 2R (‖θ − d‖ ≤ ‖θ‖ + ‖d‖ ≤ 2R on C × universe), m = M = 1 per example,
+Constants: L = 2R (‖θ − d‖ ≤ ‖θ‖ + ‖d‖ ≤ 2R on C × universe), m = M = 1 per example,
 diameter 2R; the sensitivity of the mean is ‖d̄ − d̄′‖ ≤ 2R/n = L/n.
 
 Minimisers: the ERM minimiser is d̄ (inside C since every row is), the population minimiser is μ;
@@ -32,13 +34,14 @@ __all__ = ["MeanEst"]
 
 
 class MeanEst(Problem):
-    """Private mean estimation ½‖θ − d‖² on B(0, R), d = μ + r·u (spec langevin-rashomon §5 F1)."""
+    """Private mean estimation ½‖θ − d‖² on B(0, R), d = μ + r·u (F1, docs/instances.md)."""
 
     name: ClassVar[str] = "mean_est"
     summary: ClassVar[str] = ("private mean estimation 0.5*||theta - d||^2 on a ball, d = mu + r*u "
                               "with u uniform on the sphere (F1)")
-    citation: ClassVar[str] = ("Langevin/Rashomon spec §5 F1 (Ganesh–Talwar 2020; "
-                               "Bassily–Smith–Thakurta 2014 §4.3)")
+    citation: ClassVar[str] = ("Ganesh–Thakurta–Upadhyay (Rashomon sets, Langevin diffusion) and "
+                               "Ganesh–Talwar 2020; the quadratic of Bassily–Smith–Thakurta 2014 "
+                               "§5.2; instance F1 of docs/instances.md")
     version: ClassVar[str] = "1"
     has_population: ClassVar[bool] = True
     params: ClassVar[dict[str, Param]] = {
@@ -57,7 +60,7 @@ class MeanEst(Problem):
             raise UserInputError(
                 f"problem {self.name!r}: mean_norm + spread ({self.mean_norm!r} + {self.spread!r}) "
                 f"must not exceed radius ({self.radius!r}), so that every row lies in C and the "
-                "declared L = 2R holds (spec §5 F1)")
+                "declared L = 2R holds")
 
     # --- declared constants -------------------------------------------------------------------
     @property
@@ -66,7 +69,7 @@ class MeanEst(Problem):
 
     @property
     def lipschitz(self) -> float:
-        """L = 2R = sup ‖θ − d‖ over θ ∈ C and rows in C (spec §5 F1)."""
+        """L = 2R = sup ‖θ − d‖ over θ ∈ C and rows in C."""
         return 2.0 * self.radius
 
     @property
@@ -117,7 +120,8 @@ class MeanEst(Problem):
         self, data: Dataset, k: float, region: ConstraintSet
     ) -> Callable[[np.random.Generator], np.ndarray] | None:
         """Exact sampler of ∝ exp(−k·Σᵢ ½‖θ − dᵢ‖²) = N(d̄, I/(kn)) truncated to ``region`` (a
-        ball or an intersection of balls); rejection, spec §5 F1 (Gibbs = N(d̄, I/β), β = kn)."""
+        ball or an intersection of balls); rejection (Gibbs = N(d̄, I/β), β = kn; docs/instances.md,
+        'F1 mean estimation')."""
         from ..errors import NotApplicable
         from ..samplers.ball import truncated_gaussian_sampler
         from ..samplers.mcmc import region_balls
@@ -132,8 +136,9 @@ class MeanEst(Problem):
         self, data: Dataset, beta: float, psi: float
     ) -> Callable[[np.random.Generator], np.ndarray] | None:
         """Exact sampler of ∝ exp(−β·max{½‖θ − d̄‖², ψ}) on C = B(0, R) (𝓛 − 𝓛* = ½‖θ − d̄‖²
-        since d̄ ∈ C): the radial mixture of spec §5 F1 with the ball truncation by rejection
-        (:func:`dpbench.samplers.rashomon.rashomon_radial_sampler`, validated per §9.2)."""
+        since d̄ ∈ C): the radial mixture of docs/langevin.md, 'The Rashomon law on F1', with the
+        ball truncation by rejection (:func:`dpbench.samplers.rashomon.rashomon_radial_sampler`,
+        checked against that section's reference values)."""
         from ..samplers.rashomon import rashomon_radial_sampler
 
         return rashomon_radial_sampler(data.X.mean(axis=0), beta, psi, self.constraint)

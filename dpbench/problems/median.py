@@ -1,16 +1,17 @@
-"""Euclidean 1-median, optionally with a ridge: the paper's example family (BST14 spec §5).
+"""Euclidean 1-median, optionally with a ridge: BST14's running example (§1).
 
 ℓ(θ; d) = ‖θ − d‖ + (ridge/2)‖θ‖² on the ball C of radius R. Over the whole universe,
 ‖∇ℓ‖ ≤ 1 + ridge·R = L (a unit vector plus ridge·θ), Δ = ridge per example, and ℓ is non-smooth
 (a kink at every data point; β = ∞).
 
-Data law (spec §5 "d = μ + noise projected to radius R_d; duplicate a fraction of points on one
-location to make the kink bind"): μ = ``center_norm``·e₁; k = round(duplicate·n) rows sit exactly at
-μ; the other rows are μ + ξ with ξ ~ N(0, (noise²/p)·I) (so E‖ξ‖² = noise²), projected onto the ball
-of radius ``data_radius`` ≤ R. The law is fixed (no random codeword), so it is also the population
-law. The cloud is symmetric around μ (up to the projection), so the duplicated rows put θ* exactly
-on the kink at μ whenever their weight beats the residual pull of the cloud and of the ridge (with
-the defaults, for ridge below about 1); ``duplicate = 0`` gives a generic, smooth-at-θ* median.
+Data law (docs/instances.md, '1-median': a noisy cloud projected to a radius, with a fraction of
+the points duplicated on one location so that the kink binds): μ = ``center_norm``·e₁;
+k = round(duplicate·n) rows sit exactly at μ; the other rows are μ + ξ with
+ξ ~ N(0, (noise²/p)·I) (so E‖ξ‖² = noise²), projected onto the ball of radius ``data_radius`` ≤ R.
+The law is fixed (no random codeword), so it is also the population law. The cloud is symmetric
+around μ (up to the projection), so the duplicated rows put θ* exactly on the kink at μ whenever
+their weight beats the residual pull of the cloud and of the ridge (with the defaults, for ridge
+below about 1); ``duplicate = 0`` gives a generic, smooth-at-θ* median.
 
 θ* comes from the certified solver :mod:`dpbench.median_solver` (gap ≤ 1e-9 on the average scale).
 Population excess (Appendix F, per-example scale) is measured on a fixed independent sample of
@@ -85,12 +86,12 @@ def draw_median_law(n: int, p: int, rng: np.random.Generator, center_norm: float
 
 
 class EuclideanMedian(Problem):
-    """‖θ − d‖ + (ridge/2)‖θ‖² on a ball, clustered data with a duplicated location (spec §5)."""
+    """‖θ − d‖ + (ridge/2)‖θ‖² on a ball, clustered data with a duplicated location."""
 
     name: ClassVar[str] = "median"
     summary: ClassVar[str] = "Euclidean 1-median ||theta - d|| (+ ridge) on a ball; BST14's example"
     citation: ClassVar[str] = ("Bassily, Smith, Thakurta (2014), Differentially Private ERM "
-                               "(1-median example); implementation spec §5")
+                               "(1-median example, §1); docs/instances.md, '1-median'")
     version: ClassVar[str] = "1"
     has_population: ClassVar[bool] = True
     params: ClassVar[dict[str, Param]] = {

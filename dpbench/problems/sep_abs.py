@@ -1,12 +1,13 @@
-"""P1 sep-abs: the separable ℓ₁ loss (G/√p)·‖θ − s‖₁ on a box (REM spec §5, P1; P6 with a ridge).
+"""P1 sep-abs: the separable ℓ₁ loss (G/√p)·‖θ − s‖₁ on a box (P1; P6 with a ridge).
 
 ℓ(θ; s) = (G/√p)·Σⱼ |θⱼ − sⱼ| + (λ/2)‖θ‖² on the cube C = [−a, a]^p, a = r/√p
-(:class:`dpbench.constraints.Box`, diameter 2r). Spec: ``shared/spec/rem-and-mirror-descent.md``
-§5 (P1, P6), §6.1 (E1–E3, E6), §6.3 P8–P9.
+(:class:`dpbench.constraints.Box`, diameter 2r). The instance, its closed forms and why it is used
+for REM's ERM rates (experiments E1–E3, E6 of suites/rem.yaml): docs/instances.md, 'P1 and P6
+separable l1'; docs/rem.md, pitfalls P8–P9.
 
 Constants over the whole data universe (s ∈ R^p): the ℓ₁ part is G-Lipschitz in ℓ₂
 (‖(G/√p)·sign‖ = G) and the ridge adds λ‖θ‖ ≤ λr, so L = G + λr; Δ = λ; β = ∞ (kinks).
-REM's privacy uses G_diff = 2L (spec §1.1: |θ − s| − |θ − s'| is 2-Lipschitz in 1-D).
+REM's privacy uses G_diff = 2L (|θ − s| − |θ − s'| is 2-Lipschitz in 1-D; docs/rem.md, pitfall P5).
 
 Data law: s = m + σ·ξ with ξ ~ N(0, I), σ = ``sigma``·a and m = ``offset``·a·(+1, −1, +1, …)
 (scaled with the box so p-sweeps keep the geometry). Everything is exact:
@@ -18,7 +19,7 @@ Data law: s = m + σ·ξ with ξ ~ N(0, I), σ = ``sigma``·a and m = ``offset``
   excess is closed form (minimiser m when λ = 0, a 1-D root otherwise);
 * REM's target factorises over coordinates and each 1-D factor ∝ exp(−w Σᵢ|x − sᵢ| − (A/2)x² + Bx)
   is, between consecutive sorted data points, a Gaussian: an exact mixture of ≤ n + 1 truncated
-  normals (:class:`AbsGaussFactor`, spec §5 "exact REM sampler: yes on a box").
+  normals (:class:`AbsGaussFactor`).
 """
 
 from __future__ import annotations
@@ -79,7 +80,7 @@ class AbsGaussFactor:
     On each segment between consecutive breakpoints (the sorted sᵢ inside (lo, hi) and the ends)
     Σᵢ|x − sᵢ| = (2j − n)x + (S_> − S_≤) with j the points left of the segment, so the factor is
     a Gaussian N(mₗ, 1/A) restricted to the segment with log-weight Cₗ + log(Φ(bₗ') − Φ(aₗ')):
-    an exact mixture of truncated normals (REM spec §5, P1).
+    an exact mixture of truncated normals (docs/instances.md, 'P1 and P6 separable l1').
     """
 
     def __init__(self, s: np.ndarray, w: float, A: float, B: float, lo: float, hi: float) -> None:
@@ -126,12 +127,12 @@ class AbsGaussFactor:
 
 
 class SepAbs(Problem):
-    """(G/√p)‖θ − s‖₁ + (λ/2)‖θ‖² on a box, Gaussian data (REM spec §5 P1 / P6)."""
+    """(G/√p)‖θ − s‖₁ + (λ/2)‖θ‖² on a box, Gaussian data (P1 / P6, docs/instances.md)."""
 
     name: ClassVar[str] = "sep_abs"
     summary: ClassVar[str] = "separable l1 loss (G/sqrt p)|theta - s|_1 on a box; exact REM sampler"
     citation: ClassVar[str] = ("Gopi, Lee, Liu (COLT 2022), Private Convex Optimization via "
-                               "Exponential Mechanism; REM spec §5 P1/P6")
+                               "Exponential Mechanism; instance P1/P6 of docs/instances.md")
     version: ClassVar[str] = "1"
     has_population: ClassVar[bool] = True
     params: ClassVar[dict[str, Param]] = {
@@ -231,7 +232,8 @@ class SepAbs(Problem):
         return float(optimize.brentq(deriv, -a, a, xtol=1e-15, rtol=1e-15))
 
     def population_excess(self, theta: np.ndarray, p: int, n: int | None = None) -> float:
-        """Closed form E_s ℓ(θ; s) − min_C E_s ℓ (spec §5 P1: σ[2φ(u) + u(2Φ(u) − 1)])."""
+        """Closed form E_s ℓ(θ; s) − min_C E_s ℓ, with E|x − s| = σ[2φ(u) + u(2Φ(u) − 1)] and
+        u = (x − m)/σ (docs/instances.md, 'P1 and P6 separable l1')."""
         a = self.constraint.half_width(p)  # type: ignore[attr-defined]
         sd, w, m = self.sigma * a, self._w(p), self.mean(p)
         star = np.array([self._pop_minimiser(float(mj), sd, w, a) for mj in m])

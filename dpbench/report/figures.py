@@ -1,7 +1,8 @@
 """Report figures: log-log excess risk against a swept axis, with theory drawn through the data.
 
-Library code: ``matplotlib.figure.Figure`` objects on an Agg canvas, never pyplot (engineering
-spec §6.1). Every figure is drawn under a fixed :data:`RC` (``matplotlib.rc_context``) and saved
+Library code: ``matplotlib.figure.Figure`` objects on an Agg canvas, never pyplot (matplotlib's
+documentation advises against pyplot in library and server code: its global figure registry leaks
+memory). Every figure is drawn under a fixed :data:`RC` (``matplotlib.rc_context``) and saved
 as PNG at a fixed dpi without the ``Software`` stamp, then reduced to an 8-bit palette with Pillow
 (matplotlib's own image dependency), so the same data give the same bytes.
 Captions are generated from the same metadata as the drawing, so a figure explains itself.
@@ -183,7 +184,7 @@ class RatePanel:
                        "the kept points; its local slope is the predicted one.")
         named = [c.fit.algorithm for c in self.curves if _has_oracle(c.fit)]
         if named:
-            out.append("Dash-dotted: the closed-form oracle curve (spec §4.7, dpbench.oracles) of "
+            out.append("Dash-dotted: the closed-form oracle curve (dpbench.oracles) of "
                        + ", ".join(named) + ", drawn at its own level, not fitted: "
                        + "; ".join(f"{c.fit.algorithm} empirical/oracle = "
                                    f"{num(c.fit.oracle_ratio)}" for c in self.curves
