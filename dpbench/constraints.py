@@ -59,7 +59,7 @@ class Ball(ConstraintSet):
         return np.zeros(p)
 
     def sample_uniform(self, p: int, rng: np.random.Generator) -> np.ndarray:
-        """A uniform point of the ball (a data-independent start for the Langevin mechanisms; docs/langevin.md)."""
+        """A uniform point of the ball: a data-independent start (docs/langevin.md)."""
         return _uniform_in_ball(p, self.radius, rng)
 
 
@@ -74,7 +74,7 @@ def _uniform_in_ball(p: int, radius: float, rng: np.random.Generator) -> np.ndar
 class Box(ConstraintSet):
     """The cube [−r/√p, r/√p]^p inscribed in the ball of radius ``radius`` r (GTU §5 F2).
 
-    Scaling the half-width by 1/√p keeps the diameter 2r fixed in p-sweeps (the spec's rule: a cube
+    Scaling the half-width by 1/√p keeps the diameter 2r fixed in p-sweeps (our rule: a cube
     of fixed side has a diameter growing like √p, which would bend p-slopes). ``half_width(p)`` is
     the side half-length.
     """

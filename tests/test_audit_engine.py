@@ -234,6 +234,7 @@ def test_the_multiplicity_counts_applicable_points_before_any_run() -> None:
     assert plan.alpha == pytest.approx(0.05 / 6)
 
 
+@pytest.mark.slow
 def test_identical_store_with_1_and_2_workers(tmp_path: Path) -> None:
     # 2 points x 2 batches of 100 runs: 4 cells packed into 2 tasks (2000 units per run)
     suite = parse_suite(SUITE.replace("n: [2, 5]", "n: [3]").replace(", {problem: lb_quad}", ""))

@@ -72,6 +72,7 @@ def test_paired_data_across_algorithms(tiny_suite_file: Path, tmp_path: Path) ->
     assert np.array_equal(a.X, b.X)
 
 
+@pytest.mark.slow
 def test_inline_and_local_cluster_worker_counts_bit_identical(tiny_suite_file: Path,
                                                               tmp_path: Path) -> None:
     suite = load_suite(tiny_suite_file)

@@ -140,6 +140,7 @@ def test_ula_bias_factor(h: float) -> None:
     assert np.mean(ratio) == pytest.approx(factor, rel=0.10)
 
 
+@pytest.mark.slow
 def test_excess_matches_exact_gibbs() -> None:
     """E6: at t = t_mix the OU-exact mechanism's excess is distributed as the exact Gibbs law's,
     χ²_p/(2β) (KS p > 0.01, 300 runs, seed 5), and the ULA (h = 0.02) mean is within 10 % of

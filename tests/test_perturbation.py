@@ -281,6 +281,7 @@ def test_regularized_outpert_ledger_and_folded_sensitivity() -> None:
                       rng=np.random.default_rng(0))
 
 
+@pytest.mark.slow
 def test_regularized_outpert_hinge_n_slope() -> None:
     """Mean excess on hinge_svm (p = 3, ε = 1) falls like n^(−1/2) (R12), ±0.25.
 

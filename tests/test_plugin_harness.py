@@ -9,12 +9,16 @@ import pytest
 from dpbench import registry
 from dpbench.testing import ALGORITHM_CHECKS, check_case
 
+#: Checks that run the mechanism thousands of times: outside the fast development loop.
+STATISTICAL = {"check_empirical_privacy", "check_epsilon_limit", "check_rate_smoke"}
 CASES = []
 for _name, _cls in sorted(registry.available("algorithms").items()):
     _case = check_case(_cls)
     for _check in ALGORITHM_CHECKS:
         marks = ([pytest.mark.skip(reason=f"{_name}: {_case.skip[_check.__name__]}")]
                  if _check.__name__ in _case.skip else [])
+        if _check.__name__ in STATISTICAL:
+            marks.append(pytest.mark.slow)
         CASES.append(pytest.param(_case, _check, id=f"{_name}-{_check.__name__}", marks=marks))
 
 

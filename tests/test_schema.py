@@ -4,6 +4,7 @@ before anything is computed."""
 from __future__ import annotations
 
 import re
+import shutil
 from pathlib import Path
 
 import pytest
@@ -17,6 +18,40 @@ from dpbench.store import EXP_KEY, ROOT_KEY, Store
 from dpbench.suite import load_suite
 
 README = Path(__file__).resolve().parents[1] / "README.md"
+
+SUITE = """
+name: schema
+root_seed: 3
+seeds: 2
+experiments:
+  - name: approx
+    problems: [lb_quad]
+    algorithms: [nonprivate_erm]
+    grid: {n: [8, 16], p: [2], epsilon: [1.0], delta: [1e-5]}
+  - name: pure
+    problems: [lb_quad]
+    algorithms: [output_perturbation]
+    grid: {n: [8, 16], p: [2], epsilon: [1.0]}
+"""
+
+
+@pytest.fixture(scope="module")
+def _built(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    root = tmp_path_factory.mktemp("schema")
+    suite = root / "schema.yaml"
+    suite.write_text(SUITE)
+    store = root / "s.zarr"
+    run_suite(load_suite(suite), store, workers=0, progress=False)
+    return suite, store
+
+
+@pytest.fixture
+def built(_built: tuple[Path, Path], tmp_path: Path) -> tuple[Path, Path]:
+    """A fresh copy of a small finished store and its suite."""
+    suite, store = _built
+    copy = tmp_path / "s.zarr"
+    shutil.copytree(store, copy)
+    return suite, copy
 
 
 def test_readme_variable_table_is_the_schema() -> None:
@@ -35,9 +70,8 @@ def test_make_row_needs_every_variable_exactly_once() -> None:
         schema.make_row(**values, bogus=2.0)
 
 
-def test_store_arrays_are_the_schema(tiny_suite_file: Path, tmp_path: Path) -> None:
-    store = tmp_path / "s.zarr"
-    run_suite(load_suite(tiny_suite_file), store, workers=0, progress=False)
+def test_store_arrays_are_the_schema(built: tuple[Path, Path]) -> None:
+    _, store = built
     group = zarr.open_group(str(store), mode="r")["pure"]
     dims = {"algorithm", "problem", "n", "p", "epsilon", "delta", "seed"}
     assert set(group.array_keys()) - dims == set(schema.VARIABLE_NAMES)
@@ -51,11 +85,9 @@ def _statuses(store: Path) -> dict[str, bytes]:
 
 
 @pytest.mark.parametrize("where", ["root", "experiment"])
-def test_other_schema_version_is_refused_before_compute(tiny_suite_file: Path, tmp_path: Path,
-                                                         where: str, capsys) -> None:
-    suite = load_suite(tiny_suite_file)
-    store = tmp_path / "s.zarr"
-    run_suite(suite, store, workers=0, progress=False)
+def test_other_schema_version_is_refused_before_compute(built: tuple[Path, Path], where: str,
+                                                         capsys) -> None:
+    suite_file, store = built
     root = zarr.open_group(str(store), mode="r+")
     if where == "root":
         meta = dict(root.attrs[ROOT_KEY])
@@ -71,16 +103,15 @@ def test_other_schema_version_is_refused_before_compute(tiny_suite_file: Path, t
     before = _statuses(store)
     with pytest.raises(StoreError, match="schema version 0.*reads schema version 1"):
         Store.open(store)
-    assert main(["run", str(tiny_suite_file), "--store", str(store), "--workers", "0",
+    assert main(["run", str(suite_file), "--store", str(store), "--workers", "0",
                  "--quiet"]) == 2
     err = capsys.readouterr().err
     assert "cube schema version 0" in err and "dpbench" in err
     assert _statuses(store) == before
 
 
-def test_store_missing_a_variable_is_refused(tiny_suite_file: Path, tmp_path: Path) -> None:
-    store = tmp_path / "s.zarr"
-    run_suite(load_suite(tiny_suite_file), store, workers=0, progress=False)
+def test_store_missing_a_variable_is_refused(built: tuple[Path, Path]) -> None:
+    _, store = built
     root = zarr.open_group(str(store), mode="r+")
     del root["pure"]["grad_queries"]
     with pytest.raises(StoreError, match="lacks the cube variable\\(s\\) grad_queries"):

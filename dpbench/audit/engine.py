@@ -9,7 +9,7 @@ depend on the number of workers, on packing or on retries.
 
 Cells are cost-packed into tasks (:func:`dpbench.plan.pack`) and go through the same dask loop as
 experiment cells (:func:`dpbench.runner._iter_results`: bounded window, retries, scheduler loss →
-:class:`~dpbench.runner.SchedulerLost`). A failing cell is recorded with its error and the run
+:class:`~dpbench.errors.SchedulerLost`). A failing cell is recorded with its error and the run
 goes on; a resume computes only the batches not done.
 
 Multiplicity (Bonferroni): K is the number of applicable points of the run, decided at planning
