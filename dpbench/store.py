@@ -215,14 +215,16 @@ class Store:
         for exp in suite.experiments:
             if not store._initialised(exp.name):
                 store._create_experiment(suite, exp)
-            # Expected rates and oracle kinds never change results (they are analysis metadata),
-            # so they are refreshed on every prepare.
+            # Expected rates, rate cards and oracle kinds never change results (they are the
+            # theory the analysis compares with), so they are refreshed on every prepare.
             g = store.root[exp.name]
             g.attrs["expectations"] = [e.to_dict() for e in exp.expectations]
             algos = dict(g.attrs.get("algorithms", {}))
+            cards = store._rate_cards(exp)
             for label, kinds in store._oracle_kinds(exp).items():
                 if label in algos:
-                    algos[label] = {**algos[label], "oracle_kinds": kinds}
+                    algos[label] = {**algos[label], "oracle_kinds": kinds,
+                                    "rate_card": cards[label]}
             g.attrs["algorithms"] = algos
         return store
 
@@ -295,6 +297,16 @@ class Store:
                             "schema": SCHEMA_VERSION}
 
     @staticmethod
+    def _rate_cards(exp: Experiment) -> dict[str, dict[str, Any] | None]:
+        """Per algorithm label, its rate card (as stored) at the experiment's first grid point."""
+        first = {a: v[0] for a, v in exp.grid.items()}
+        out: dict[str, dict[str, Any] | None] = {}
+        for spec in exp.algorithms:
+            card = spec.build(exp.algorithm_axes(first)).rate_card()
+            out[spec.label] = card.to_dict() if card else None
+        return out
+
+    @staticmethod
     def _oracle_kinds(exp: Experiment) -> dict[str, dict[str, str]]:
         """Per algorithm label, the kind of its closed-form oracle on each problem label
         (:meth:`dpbench.algorithm.Algorithm.oracle_kind`)."""
@@ -311,15 +323,15 @@ class Store:
         first = {a: v[0] for a, v in exp.grid.items()}
         built = {spec.label: spec.build(exp.problem_axes(first)) for spec in exp.problems}
         kinds = Store._oracle_kinds(exp)
+        cards = Store._rate_cards(exp)
         algos = {}
         for spec in exp.algorithms:
             algo = spec.build(exp.algorithm_axes(first))
-            card = algo.rate_card()
             algos[spec.label] = {"algorithm": spec.name, "params": spec.params,
                                  "version": spec.cls.version, "privacy": algo.privacy,
                                  "citation": spec.cls.citation,
                                  "requires": list(algo.requirements()),
-                                 "rate_card": card.to_dict() if card else None,
+                                 "rate_card": cards[spec.label],
                                  "oracle_kinds": kinds[spec.label]}
         probs = {}
         for spec in exp.problems:
