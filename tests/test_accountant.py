@@ -1,4 +1,4 @@
-"""The RDP accountant of BST14's noisy SGD against the reference values of spec §8.1.
+"""The RDP accountant of BST14's noisy SGD against the reference values in docs/bst14.md ("NoisySGD's noise, the accountant and NoisySGD-T").
 
 Everything here is deterministic (no randomness at all): the tolerances only absorb the RDP order
 grid (dp-accounting's defaults plus a few orders; the spec's table was computed with a possibly
@@ -22,7 +22,7 @@ def test_calibrated_z_matches_spec_and_reaccounts_to_target() -> None:
     n = 1000
     steps = n * n - 1
     z = calibrate_noisy_sgd(1.0, DELTA, n, steps)
-    assert z == pytest.approx(9.10, rel=0.01)  # spec §8.1: z needed ≈ 9.10
+    assert z == pytest.approx(9.10, rel=0.01)  # docs/bst14.md, accountant table: z needed ≈ 9.10
     eps = noisy_sgd_epsilon(z, n, steps, DELTA)
     assert 0.99 <= eps <= 1.0
     # Minimality: 0.1 % less noise already overspends.

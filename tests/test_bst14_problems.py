@@ -1,6 +1,6 @@
 """Tests of the BST14 problem families KINK-SC, HUB-1D, 1-median (+ ridge), linear + ridge, the
 certified median solver, the exact radial / piecewise-exponential samplers and the fingerprinting
-hard data (spec §4.4, §4.6, §4.7, §5).
+hard data (docs/instances.md; oracle curves in docs/bst14.md).
 
 Statistical tests use fixed seeds and Kolmogorov–Smirnov distances against exact or numerically
 integrated CDFs, with a threshold of 1.63/√m (the 99% KS critical value) so a correct sampler fails
@@ -103,7 +103,7 @@ def test_declared_lipschitz_is_attained() -> None:
 
 @pytest.mark.parametrize("problem", PROBLEMS, ids=IDS)
 def test_grad_is_a_subgradient_with_declared_strong_convexity(problem: Problem) -> None:
-    """ℓ(θ′) ≥ ℓ(θ) + ⟨g, θ′ − θ⟩ + (Δ/2)‖θ′ − θ‖² (spec §1.3), and the β upper bound when finite."""
+    """ℓ(θ′) ≥ ℓ(θ) + ⟨g, θ′ − θ⟩ + (Δ/2)‖θ′ − θ‖² (BST14 §1.3 definitions), and the β upper bound when finite."""
     gen = np.random.default_rng(2)
     p = dim(problem)
     data = problem.generate(40, p, gen)
@@ -261,7 +261,7 @@ def test_median_solver_dense_grid_2d() -> None:
 
 def test_hub_1d_data_sets_and_huber_facts() -> None:
     """D1: θ* = −1 (erratum §7.3.4), slopes −2n/3 and +n/3, Huberized minimiser −1 + h/3 with
-    excess n·h/9; D2: θ* = 1, slope −1/(16h) on (−1 + h, 1 − h) (spec §4.6)."""
+    excess n·h/9; D2: θ* = 1, slope −1/(16h) on (−1 + h, 1 − h) (docs/instances.md, HUB-1D)."""
     n, h = 300, 0.3
     d1 = Hub1D().generate(n, 1, np.random.default_rng(0))
     problem = Hub1D()
@@ -273,7 +273,7 @@ def test_hub_1d_data_sets_and_huber_facts() -> None:
     grid = np.linspace(-2, 2, 4001)
     assert opt.value * n <= min(f(t) for t in grid) + 1e-9
 
-    def huber(z: np.ndarray) -> np.ndarray:  # spec §2.10: f̂ = z²/(4h) + z/2 + h/4 on [−h, h]
+    def huber(z: np.ndarray) -> np.ndarray:  # BST14 Appendix D Huberisation: f̂ = z²/(4h) + z/2 + h/4 on [−h, h]
         return np.where(np.abs(z) > h, np.maximum(z, 0.0), z * z / (4 * h) + z / 2 + h / 4)
 
     smooth = lambda t: float(huber(d1.y - d1.X[:, 0] * t).sum())  # noqa: E731
@@ -428,7 +428,7 @@ def test_linear_ridge_population_excess_closed_form() -> None:
 
 
 # --------------------------------------------------------------------------------------------------
-# fingerprinting hard data (spec §4.4)
+# fingerprinting hard data (docs/instances.md, "Hard data")
 # --------------------------------------------------------------------------------------------------
 def test_packing_default_is_unchanged() -> None:
     """The packing kind draws exactly what it always drew: codeword signs, padding signs."""

@@ -3,7 +3,7 @@
 Every statistical check uses a fixed seed, so each test is deterministic; the tolerances are
 chosen so that a correct sampler passes with a wide margin (3–4 standard errors, or KS p-values
 above 1e-3), while a wrong temperature (×2), a missing MH correction or an unmixed chain moves the
-statistic by many standard errors (spec §4.7 O1/O7, §8.4).
+statistic by many standard errors (docs/bst14.md, "Oracle curves and reference runs": O1/O7).
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ EPS = 1.0
 
 
 def o1_excess(M: float, k: float, p: int, R: float = 1.0) -> float:
-    """Oracle O1 (spec §4.7): E[sum excess] of ExpMech on LB-Lin."""
+    """Oracle O1 (docs/bst14.md): E[sum excess] of ExpMech on LB-Lin."""
     return R * M * (1.0 - ive(p / 2 + 1, k * R * M) / ive(p / 2, k * R * M))
 
 
@@ -190,7 +190,7 @@ def test_net_matches_exact_and_is_exactly_pure_dp() -> None:
 
 def test_grid_walk_runs_and_lands_in_c() -> None:
     """Algorithm 7 with the default 20000 steps: a point of C, uncertified ledger, constants of
-    spec §2.4 (γ = (ε/24)/(2(η+α)√p))."""
+    BST14 Algorithms 5–7 (γ = (ε/24)/(2(η+α)√p))."""
     prob = LBLin()
     data = prob.generate(8, 2, np.random.default_rng(0))
     rel = ExpMechGridWalk().release(data, prob, epsilon=EPS, delta=0.0,

@@ -15,7 +15,7 @@ from dpbench.runner import run_suite
 from dpbench.suite import Expectation, parse_suite
 
 # Output perturbation on LB-Quad (smooth, Δ = β = 1): R9s predicts E ∝ p(p+1)/(n²ε²) on the average
-# scale, so slope −2 in n and in ε (spec §2.6, §6.1). 60 seeds, n ∈ {50, …, 1600}: far from the cap
+# scale, so slope −2 in n and in ε (BST14 Thm 2.4(2); docs/bst14.md). 60 seeds, n ∈ {50, …, 1600}: far from the cap
 # (the Gamma noise radius 2Lp/(nΔε) ≤ 0.32 < R), so the n-slope CI is ≈ ±0.2 around −2 (seeded,
 # deterministic; the test checks the machinery: −2 agrees within a ±0.3 band, which needs its
 # written reason, and a deliberately wrong −1 disagrees: its CI lies wholly outside −1 ± 0.3).

@@ -14,7 +14,7 @@ from dpbench.privacy.ledger import Charge, PrivacyLedger
 
 
 @pytest.mark.parametrize(("eps", "delta", "mu_ref"), [
-    # GLL'22 spec §7.2 calibration table (s_exact), three significant digits as printed.
+    # GLL'22 calibration table (docs/rem.md, "Reference values") (s_exact), three significant digits as printed.
     (0.1, 1e-5, 0.0325), (1.0, 1e-5, 0.2681), (1.0, 1e-3, 0.3884), (5.0, 1e-5, 1.121),
     (10.0, 1e-8, 1.624),
 ])

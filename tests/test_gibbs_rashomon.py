@@ -1,5 +1,5 @@
 """GTU Gibbs samplers (A4), the Rashomon sampler (A6), the iterated exponential mechanism (A9) and
-the F2 cube problem (spec langevin-rashomon §5, §6, §9.2).
+the F2 cube problem (docs/langevin.md; docs/instances.md).
 
 Every statistical test uses fixed seeds (deterministic) and a tolerance of ≥ 4 standard errors or a
 KS p-value floor of 1e-3, so a correct implementation fails with probability < 1e-3 per seed choice
@@ -49,7 +49,7 @@ def test_radial_mixture_reproduces_spec_9_2() -> None:
     assert stats.kstest(excess, lambda s: radial_excess_cdf(s, 5, 200.0, 0.02)).pvalue > 1e-3
     diag = rashomon_diagnostics(inside, r / math.sqrt(0.04), 5, 200.0, 0.02)
     assert diag.ks_pvalue > 1e-3 and diag.inside_draws == int(inside.sum())
-    assert diag.hit_bound < 0 < diag.hit_rate  # the Markov bound is vacuous here (spec §9.2)
+    assert diag.hit_bound < 0 < diag.hit_rate  # the Markov bound is vacuous here (docs/langevin.md, "Pitfalls")
 
 
 def test_mean_est_rashomon_sampler_truncates_to_the_ball() -> None:
@@ -74,8 +74,8 @@ def test_mean_est_rashomon_sampler_truncates_to_the_ball() -> None:
 @pytest.mark.parametrize("psi,beta_star", [(0.0, 7.19e4), (1e-4, 4.86e4), (1e-3, 2.07e4),
                                            (1e-2, 7.00e3)])
 def test_rashomon_exact_privacy_curve_reproduces_spec_9_3(psi: float, beta_star: float) -> None:
-    # E12, spec §9.3 (p = 1, n = 1000, shift 1/n, ε = 1, δ = 1e-5): quadrature within 2 %; ψ = 0
-    # is the Gaussian mechanism β* = μ(1, 1e-5)²n², and for ψ ≫ 1/n², β* ≈ εn/√(2ψ) (erratum 19).
+    # E12, docs/langevin.md "The Rashomon law on F1" (p = 1, n = 1000, shift 1/n, ε = 1, δ = 1e-5): quadrature within 2 %; ψ = 0
+    # is the Gaussian mechanism β* = μ(1, 1e-5)²n², and for ψ ≫ 1/n², β* ≈ εn/√(2ψ) (docs/langevin.md, Errata 19).
     got = rashomon_beta_star_1d(psi, 1e-3, 1.0, 1e-5)
     assert got == pytest.approx(beta_star, rel=0.02)
     if psi == 0.0:
@@ -134,7 +134,7 @@ def test_gibbs_calibrations_reproduce_spec_3_4() -> None:
     with pytest.raises(NotApplicable, match="truncation"):
         Gibbs(calibration="gaussian").calibrate(prob, 30, 5, 1.0, 1e-5)
     assert Gibbs(calibration="gaussian").not_applicable_reason(LinCube(ridge=1.0)) is not None
-    # A8 λ_r (spec A8 table)
+    # A8 λ_r (docs/langevin.md, "Mechanism labels", A8 table)
     assert a8_lambda("erm", 1.0, 2.0, 100, 4, 1.0, math.exp(-4)) == pytest.approx(4 / 200)
     assert a8_lambda("sco", 1.0, 2.0, 100, 4, 1.0, math.exp(-4)) == pytest.approx(0.05)
 
@@ -201,7 +201,7 @@ def test_rashomon_hit_rate_and_uniformity() -> None:
     w = inside_weight(3, 250.0, 0.1)
     assert abs(diag.hit_rate - w) < 4 * math.sqrt(w * (1 - w) / 1500)
     assert diag.ks_pvalue > 1e-3
-    # E[𝓛 − 𝓛*] against the closed-form oracle (spec §9.2 formula) within 4 standard errors
+    # E[𝓛 − 𝓛*] against the closed-form oracle (docs/instances.md, F2 cube) within 4 standard errors
     excess = np.array([prob.risk(r.theta, data) for r in rels]) - prob.solve(data).value
     oracle = alg.oracle_excess(data, prob, epsilon=1.0, delta=0.0)
     assert abs(excess.mean() - oracle) < 4 * excess.std() / math.sqrt(excess.size)

@@ -69,7 +69,7 @@ def test_spot_values() -> None:
     assert ld_rdp_slope(beta, Delta, t) == pytest.approx(beta ** 2 * Delta ** 2 * t / 4)
     assert ld_gdp_mu(beta_max_gdp(EPS, DELTA, Delta, t), Delta, t) == pytest.approx(
         gdp_mu(EPS, DELTA), rel=1e-12)
-    # erratum 8: the log term uses 4
+    # docs/langevin.md, Errata 8: the log term uses 4
     assert mixing_time(100.0, 1.0, 1.0, 2.0, 1e-5) == pytest.approx(
         math.e / 200.0 * math.log(800.0 / 1e-10))
 

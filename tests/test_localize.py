@@ -1,6 +1,6 @@
 """Localisation (BST14 Algorithm 4 and Appendix B) and the high-probability wrapper (Appendix D).
 
-Spec ``shared/spec/bst14.md`` §2.7, §2.8, §2.12, §4.7 (O5, O6), §6.2 (E8), §8.3. Every statistical
+BST14 Algorithm 4 / Thm B.2; docs/bst14.md (oracles O5, O6; KINK-SC reference run). Every statistical
 check uses fixed seeds; its tolerance is stated next to it together with the Monte Carlo error it
 leaves room for, so none of them is flaky.
 """
@@ -43,7 +43,7 @@ P, EPS = 5, 1.0
 
 
 def kink() -> KinkSC:
-    """The spec §8.3 instance: p = 5, Δ = 1, R = 1, ‖d₀‖ = 0.3, so L = 3."""
+    """The KINK-SC reference instance of docs/bst14.md: p = 5, Δ = 1, R = 1, ‖d₀‖ = 0.3, so L = 3."""
     return KinkSC(radius=1.0, curvature=1.0, d0_norm=0.3)
 
 
@@ -51,7 +51,7 @@ def sum_excess(problem: Problem, data: Dataset, theta: np.ndarray, value: float)
     return data.n * (problem.risk(theta, data) - value)
 
 
-# --- Localize on KINK-SC: oracle O6, OutPert O5 and the crossover (spec §8.3) --------------------
+# --- Localize on KINK-SC: oracle O6, OutPert O5 and the crossover (docs/bst14.md, KINK-SC run) --------------------
 
 SEEDS = {300: 120, 10_000: 400}
 
@@ -79,7 +79,7 @@ def kink_runs() -> dict[int, dict[str, np.ndarray]]:
 
 
 def test_localize_matches_oracle_o6(kink_runs: dict[int, dict[str, np.ndarray]]) -> None:
-    """n = 10⁴: mean sum-scale excess within ±15 % of O6 = p/k′ = 8pLr₀/ε (spec §4.7, §8.3: 5.65).
+    """n = 10⁴: mean sum-scale excess within ±15 % of O6 = p/k′ = 8pLr₀/ε (docs/bst14.md: 5.65).
 
     The excess is ≈ n·(r + r²/2) with r ~ Gamma(p, 1/(k′n)) (radial density), relative sd
     ≈ 1/√p = 0.45, so with 400 seeds the standard error of the mean is ≈ 2.2 %: ±15 % is ~7 s.e.
@@ -89,14 +89,14 @@ def test_localize_matches_oracle_o6(kink_runs: dict[int, dict[str, np.ndarray]])
     assert L == pytest.approx(3.0)
     r0 = float(kink_runs[n]["r0"][0])
     o6 = localize_kink(n, P, L, 1.0, EPS, r0)
-    assert o6 == pytest.approx(5.65, rel=0.01)  # spec §8.3's value for this instance
+    assert o6 == pytest.approx(5.65, rel=0.01)  # docs/bst14.md's value for this instance
     mean = float(kink_runs[n]["loc"].mean())
     assert mean == pytest.approx(o6, rel=0.15), (mean, o6)
 
 
 def test_outpert_matches_oracle_o5(kink_runs: dict[int, dict[str, np.ndarray]]) -> None:
-    """OutPert on KINK-SC is flat in n at O5 = 2pL/(Δε) = 30 (sum scale, spec §4.7): within ±10 %
-    at n = 10⁴ (400 seeds, s.e. ≈ 2.2 %) and ±15 % at n = 300 (120 seeds, s.e. ≈ 4 %; spec §8.3
+    """OutPert on KINK-SC is flat in n at O5 = 2pL/(Δε) = 30 (sum scale, docs/bst14.md): within ±10 %
+    at n = 10⁴ (400 seeds, s.e. ≈ 2.2 %) and ±15 % at n = 300 (120 seeds, s.e. ≈ 4 %; docs/bst14.md
     measured 31.8 there: the first-order oracle ignores the small curvature term)."""
     o5 = outpert_kink(P, 3.0, 1.0, EPS)
     assert o5 == pytest.approx(30.0)
@@ -123,7 +123,7 @@ def test_localization_ball_covers_the_optimum(kink_runs: dict[int, dict[str, np.
 
 
 def test_radius_is_data_independent_and_ledger_is_two_halves() -> None:
-    """r₀ is the same on two neighbouring datasets and equals the exact Gamma quantile (spec §2.7)
+    """r₀ is the same on two neighbouring datasets and equals the exact Gamma quantile (BST14 Algorithm 4, radius rule)
     at the step-1 noise scale; the paper rule gives 12Lp·log n/(Δεn); the ledger is ε/2 + ε/2."""
     prob = kink()
     n = 500
@@ -165,7 +165,7 @@ def test_radius_follows_solver_inflation() -> None:
 
 
 def test_localize_mcmc_is_uncertified() -> None:
-    """An MCMC inner sampler gives the same ledger totals but certified = False (spec §2.5)."""
+    """An MCMC inner sampler gives the same ledger totals but certified = False (docs/bst14.md)."""
     prob = kink()
     data = prob.generate(200, P, np.random.default_rng(2))
     r = Localize(sampler="rwm", steps=2000).release(

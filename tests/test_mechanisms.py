@@ -2,8 +2,8 @@
 
 Statistical tests use fixed seeds, so each is deterministic: it can only change when the code (or
 numpy's PCG64 stream) changes, never flake between runs. The tolerances are nevertheless set at
-≥ 4 standard errors (or a factor 1.5 for the heuristic oracles of spec §4.7, whose own accuracy is
-~10–20 %, spec §8.2), so a correct implementation passes for essentially any seed.
+≥ 4 standard errors (or a factor 1.5 for the heuristic oracles of docs/bst14.md, whose own accuracy is
+~10–20 %, docs/bst14.md), so a correct implementation passes for essentially any seed.
 """
 
 from __future__ import annotations
@@ -111,7 +111,7 @@ def test_noisy_sgd_counters_ledger_and_info() -> None:
     assert r.ledger.epsilon == noisy_sgd_epsilon(r.info["z"], 30, T, DELTA)
     assert r.info["sigma"] == pytest.approx(2 * 30 * prob.lipschitz * r.info["z"])
     assert "RDP" in r.ledger.accounting
-    # Paper mode: same δ, accounted ε well below the nominal one (spec §2.1.4).
+    # Paper mode: same δ, accounted ε well below the nominal one (docs/bst14.md, accountant table).
     paper = NoisySGD().release(data, prob, epsilon=1.0, delta=DELTA, rng=np.random.default_rng(0))
     assert paper.info["paper_epsilon"] == pytest.approx(1.0)
     assert 0.1 < paper.ledger.epsilon < 0.3

@@ -53,7 +53,7 @@ def test_gradient_queries_are_exactly_half_n(n: int) -> None:
 
 
 def test_iterations_follow_the_coupon_collector_mean() -> None:
-    # E τ = n(H_n − H_{n/2}) ≈ n ln 2 (spec §2.2). Var τ ≈ 0.307 n, so over 200 runs at n = 400
+    # E τ = n(H_n − H_{n/2}) ≈ n ln 2 (docs/sco.md). Var τ ≈ 0.307 n, so over 200 runs at n = 400
     # the mean of τ/n has s.d. ≈ 0.002; the tolerance 0.01 is 5 s.d. (fixed seeds: deterministic).
     n = 400
     ratios = [_release(NoisyMirrorDescent(), FLAT, n, 1, s)[1].iterations / n for s in range(200)]
@@ -119,7 +119,7 @@ def test_theorem_path_spends_c_sqrt_log_over_sqrt_n() -> None:
 
 
 def _reference_b1(problem, data, sigma: float, eta: float, L: float, rng) -> tuple[np.ndarray, int]:
-    """A plain transcription of spec §2.2's pseudo-code (same random stream as osmd_path)."""
+    """A plain transcription of the pseudo-code of docs/sco.md (same random stream as osmd_path)."""
     n, p = data.n, data.p
     block = min(8192, n)
     idx = np.empty(0, dtype=int)

@@ -1,4 +1,4 @@
-"""NoisySGD's compiled path (BST14 Algorithm 1; spec §2.1, §4.7 O2/O3, §8.1–8.2) and the kernels.
+"""NoisySGD's compiled path (BST14 Algorithm 1; docs/bst14.md: oracles O2/O3 and the accountant table) and the kernels.
 
 Every statistical test uses fixed seeds, so it is deterministic: it can only change when the code
 (or numpy's PCG64 stream) changes, never flake between runs. Each tolerance is stated next to the
@@ -277,10 +277,10 @@ def test_compiled_path_clips_gradients_to_the_declared_l() -> None:
     assert not np.allclose(run(0.125), reference, atol=1e-3)
 
 
-# --- privacy calibration through the mechanism (spec §2.1.4, §8.1) ------------------------------
+# --- privacy calibration through the mechanism (docs/bst14.md, accountant table) ------------------------------
 @pytest.mark.parametrize("n", [100, 1000])
 def test_ledger_epsilon_paper_and_accountant_modes(n: int) -> None:
-    # Paper σ at nominal ε = 1, δ = 1e-6 accounts to ε ∈ [0.16, 0.19] (spec §8.1: 0.182 at
+    # Paper σ at nominal ε = 1, δ = 1e-6 accounts to ε ∈ [0.16, 0.19] (docs/bst14.md: 0.182 at
     # n = 100, 0.170 at n = 1000); the accountant σ spends ε ∈ [0.99, 1.0]·target.
     # (tests/test_accountant.py checks the accountant functions; this checks the released ledger.)
     prob = LBLin()
@@ -294,12 +294,12 @@ def test_ledger_epsilon_paper_and_accountant_modes(n: int) -> None:
     assert acc.info["steps"] == n * n - 1 and acc.iterations == n * n - 1
 
 
-# --- oracle curves (spec §4.7, measured in §8.2) -----------------------------------------------
+# --- oracle curves (docs/bst14.md, "Oracle curves and reference runs") -----------------------------------------------
 def test_oracle_o2_lipschitz_on_lb_lin() -> None:
     # O2: LB-Lin with signal 1 (M = n) in the flat regime, accountant σ: the sum-scale excess of
     # the last iterate ≈ R·L·z·√p = 28.8 at p = 10 (average scale: divide by n). 32 seeds at
     # n = 200 (~0.4 s compiled). The per-seed relative sd is 0.33–0.47, so the 32-seed SE is
-    # ≈ 7–8 %; ±25 % is > 3 SE plus the heuristic's own ~10 % error (spec §8.2). Measured means
+    # ≈ 7–8 %; ±25 % is > 3 SE plus the heuristic's own ~10 % error (docs/bst14.md). Measured means
     # of four 32-seed batches (seeds 0–31, 32–63, 64–95, 96–127): 31.9, 24.7, 29.0, 29.8.
     prob, n, p = LBLin(), 200, 10
     assert prob.signal == 1.0
@@ -320,7 +320,7 @@ def test_oracle_o2_lipschitz_on_lb_lin() -> None:
 def test_oracle_o3_strongly_convex_on_lb_quad() -> None:
     # O3: ½‖θ − d‖² (Δ = 1, L = 2), strongly convex steps 1/(Δnt), accountant σ, n = 400 (past the
     # cap). The iterate is a running mean of the sampled rows minus Σb/(nΔT), so the sum-scale
-    # excess (nΔ/2)‖θ − q‖² ≈ Δv/(2n) + pσ²/(2n³Δ) = Δv/(2n) + 2pL²z²/(nΔ) = 16.6 (spec §4.7).
+    # excess (nΔ/2)‖θ − q‖² ≈ Δv/(2n) + pσ²/(2n³Δ) = Δv/(2n) + 2pL²z²/(nΔ) = 16.6 (docs/bst14.md).
     # The excess is ~χ²_p-like (relative sd 0.42–0.45 measured), so the 32-seed SE is ≈ 8 %;
     # ±30 % is ≈ 3.7 SE. Measured 32-seed means (seeds 0–31, 32–63, 64–95): 13.8, 15.4, 15.9.
     prob, n, p = LBQuad(), 400, 10
@@ -337,9 +337,9 @@ def test_oracle_o3_strongly_convex_on_lb_quad() -> None:
 
 
 def test_noisy_sgd_t_recalibrates_sigma_for_t_steps() -> None:
-    # NoisySGD-T (spec §2.1.1): T = 400 < n² − 1 steps at n = 50; the accountant σ is calibrated for
+    # NoisySGD-T (docs/bst14.md): T = 400 < n² − 1 steps at n = 50; the accountant σ is calibrated for
     # T steps (ε spent in [0.99, 1]·target) and is smaller than the n² − 1-step σ (z ≈ 9.1 at
-    # every n for ε = 1, δ = 1e-6, spec §8.1).
+    # every n for ε = 1, δ = 1e-6, docs/bst14.md).
     prob = LBLin()
     data = _data(prob, 50, 4)
     short = NoisySGD(sigma_mode="accountant", steps=400)

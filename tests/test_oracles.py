@@ -1,6 +1,6 @@
-"""Tests of the closed-form oracle curves (spec §4.7 O1–O7, §6.1 R11/R11′) and of r₀ (§2.7).
+"""Tests of the closed-form oracle curves (O1–O7, R11/R11′ in docs/bst14.md) and of r₀ (BST14 Algorithm 4).
 
-Reference numbers are the validated runs of spec §8.2–§8.5. Monte Carlo checks use fixed seeds and
+Reference numbers are the reference runs of docs/bst14.md. Monte Carlo checks use fixed seeds and
 tolerances of at least 4 standard errors (stated next to each), so they are deterministic and not
 flaky.
 """

@@ -1,4 +1,4 @@
-"""Perturbation baselines B1–B3 and the Gaussian calibrations (spec bst14.md §2.9–§2.11, §8.5).
+"""Perturbation baselines B1–B3 and the Gaussian calibrations (BST14 §2 baselines; docs/bst14.md).
 
 Statistical checks use fixed seeds; where the estimate is a mean over random runs, the number of
 replicates and the tolerance are chosen so the check has a wide margin at those seeds (measured
@@ -222,7 +222,7 @@ def test_huber_d1_fixed_h_excess_is_nh_over_9() -> None:
 
 
 def test_huber_best_h_envelope_grows_like_sqrt_n() -> None:
-    """Best over h of max(D1, D2) grows like √n (sum scale; spec §8.5: 3.5, 7.0, 13.6).
+    """Best over h of max(D1, D2) grows like √n (sum scale; docs/bst14.md: 3.5, 7.0, 13.6).
 
     h grid (c/√n, 8 values of c in [0.3, 10]), 12 seeds per cell, same seeds everywhere.
     Measured envelope ≈ 3.1, 5.8, 11.2 and slope 0.47; tolerance ±0.15.

@@ -1,7 +1,7 @@
 """REM (Gopi–Lee–Liu 2022): calibration tables, exact samplers, the alternating sampler, the GDP
 bound checked on exact 1-D privacy curves, and the mechanism's releases and ledgers.
 
-Spec: ``shared/spec/rem-and-mirror-descent.md`` §1.2, §1.4, §5, §6.2, §7.2. Every statistical test
+GLL'22 (REM); docs/rem.md. Every statistical test
 uses fixed seeds (deterministic) and states its tolerance; the KS thresholds (p > 1e-3) are far
 from the observed p-values, and a wrong law (e.g. a sampler with a flipped sign or without the
 regulariser) gives p < 1e-10 at these sample sizes.
@@ -32,7 +32,7 @@ from dpbench.testing import check_algorithm, parametrize_with_checks
 KS_P = 1e-3
 
 
-# --- calibration (spec §7.2) --------------------------------------------------------------------
+# --- calibration (docs/rem.md, "Reference values") --------------------------------------------------------------------
 @pytest.mark.parametrize("eps, delta, s_ex, s_l26", [
     (0.1, 1e-5, 0.0325, 0.0215), (1.0, 1e-5, 0.2681, 0.2102), (1.0, 1e-3, 0.3884, 0.2731),
     (5.0, 1e-5, 1.121, 0.973), (10.0, 1e-8, 1.624, 1.492)])
@@ -168,7 +168,7 @@ def test_gaussian_oracle_box_is_truncated_normal() -> None:
 
 # --- the alternating sampler --------------------------------------------------------------------
 def _one_d_instance() -> tuple[SepAbs, object, float, float]:
-    """1-D f_i = G|x − s_i| (n = 50) with g_i = k f_i, G_s = 4, ψ = x²/2 on [−2, 2] (spec §7.2's
+    """1-D f_i = G|x − s_i| (n = 50) with g_i = k f_i, G_s = 4, ψ = x²/2 on [−2, 2] (docs/rem.md's
     prototype at a smaller G_s to keep the test short)."""
     prob = SepAbs(radius=2.0)
     data = prob.generate(50, 1, np.random.default_rng(2))
@@ -177,7 +177,7 @@ def _one_d_instance() -> tuple[SepAbs, object, float, float]:
 
 
 def test_alternating_agrees_with_exact_sampler() -> None:
-    """1500 chains of T = 3·ln(10)/(η μ_s) steps (η G_s² = 1/16: bias gone, spec §7.2) vs 1500
+    """1500 chains of T = 3·ln(10)/(η μ_s) steps (η G_s² = 1/16: bias gone, docs/rem.md) vs 1500
     exact draws: two-sample KS p > 1e-3. Queries/step ≈ 4e ≈ 10.9 (§7.2 measured 10.4–10.9;
     tolerance [10.2, 11.3]) and proposals/step ≈ 2 ([1.85, 2.1])."""
     prob, data, k, mu = _one_d_instance()

@@ -213,7 +213,7 @@ def test_markdown_summary(report: tuple[Path, Path]) -> None:
     assert len(rows) == 5 + 3        # n at five ε, ε at three n
     assert all(line.count(" | ") == header.count(" | ") + 6 for line in rows)
     assert "not applicable | 150 | outpert | hinge_svm |" in md
-    # OutPert on LB-Quad has the closed-form oracle O4 (spec §4.7): a finite empirical/oracle ratio
+    # OutPert on LB-Quad has the closed-form oracle O4 (docs/bst14.md): a finite empirical/oracle ratio
     ratios = [line.split(" | ")[9] for line in rows]
     assert all(r != "—" and 0.2 < float(r) <= 1.5 for r in ratios), ratios
 
