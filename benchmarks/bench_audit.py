@@ -27,10 +27,10 @@ from pathlib import Path
 
 import numpy as np
 
-from dpbench import registry
-from dpbench.audit.canaries import neighbouring_pair
 from dpbench.audit.engine import run_audits
-from dpbench.suite import parse_suite
+from dpbench.config.suite import parse_suite
+from dpbench.core import registry
+from dpbench.core.neighbours import neighbouring_pair
 
 MECHANISMS = {
     "output_perturbation": ("output_perturbation", {}, 0.0),

@@ -26,9 +26,10 @@ from typing import Any
 
 import numpy as np
 
-from dpbench import Algorithm, Param, PrivacyLedger, Release, registry
-from dpbench.runner import run_suite
-from dpbench.suite import parse_suite
+from dpbench import Algorithm, Param, PrivacyLedger, Release
+from dpbench.config.suite import parse_suite
+from dpbench.core import registry
+from dpbench.engine.runner import run_suite
 
 BUSY_SECONDS = 0.2
 

@@ -30,10 +30,10 @@ from typing import Callable
 import numpy as np
 
 from dpbench.algorithms.rashomon import Rashomon
+from dpbench.numerics.samplers.mcmc import run_chain
+from dpbench.numerics.samplers.rashomon import hit_rate_bound, inside_weight, rashomon_diagnostics
 from dpbench.problems.lin_cube import LinCube
 from dpbench.problems.mean_est import MeanEst
-from dpbench.samplers.mcmc import run_chain
-from dpbench.samplers.rashomon import hit_rate_bound, inside_weight, rashomon_diagnostics
 
 P = 10
 N = 1000

@@ -1,7 +1,7 @@
 """ExpMech MCMC throughput: compiled (numba) chain against the plain numpy per-step loop.
 
 LB-Lin at p = 10, n ∈ {100, 1000}, ε = 1 (k = ε/(2L‖C‖) = 1/4), RWM and MALA. Both paths are
-:func:`dpbench.samplers.mcmc.run_chain`: ``compiled=True`` runs blocks of steps in one
+:func:`dpbench.numerics.samplers.mcmc.run_chain`: ``compiled=True`` runs blocks of steps in one
 ``numba.njit`` loop over the problem's kernel; ``compiled=False`` is the same algorithm with
 ``problem.loss(theta, data).sum()`` (and ``problem.grad(...).sum(0)`` for MALA) per step.
 
@@ -18,8 +18,8 @@ import time
 
 import numpy as np
 
+from dpbench.numerics.samplers.mcmc import run_chain
 from dpbench.problems.lb_lin import LBLin
-from dpbench.samplers.mcmc import run_chain
 
 P = 10
 K = 0.25

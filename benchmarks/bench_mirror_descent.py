@@ -24,7 +24,7 @@ import time
 import numpy as np
 
 from dpbench.algorithms.noisy_mirror_descent import calibrate, osmd_path
-from dpbench.problem import Dataset
+from dpbench.core.problem import Dataset
 from dpbench.problems.lb_lin import LBLin
 
 P = 10

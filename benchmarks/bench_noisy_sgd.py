@@ -24,9 +24,9 @@ from numba import njit
 
 from dpbench.algorithms import noisy_sgd
 from dpbench.algorithms.noisy_sgd import noisy_sgd_path
-from dpbench.constraints import Ball
-from dpbench.kernels import kernel_arrays
-from dpbench.problem import Dataset
+from dpbench.core.problem import Dataset
+from dpbench.core.sets import Ball
+from dpbench.numerics.kernels import kernel_arrays
 from dpbench.problems.lb_lin import LBLin
 
 N, P, SEEDS_VECTORISED = 1000, 10, 16

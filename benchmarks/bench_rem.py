@@ -2,7 +2,7 @@
 
 P1 (sep_abs) at p = 10, n ∈ {100, 1000}, REM-ERM calibration at ε = 0.5, δ = 1e-5 (G_s = k·L,
 μ_s = kμ, η from Theorem 17's rule with c_η = 64). Both paths run S1 + Algorithm 2
-(:mod:`dpbench.samplers.alternating`): ``compiled`` is the numba loop over the problem's kernel,
+(:mod:`dpbench.numerics.samplers.alternating`): ``compiled`` is the numba loop over the problem's kernel,
 ``numpy`` the plain python/numpy loop over ``problem.loss`` on one row (the fallback for
 problems without a kernel). The figure is value queries f(x; s_i) per second (each query is an
 O(p) loss evaluation); exact-sampler draws per second (P1 box factors, P2 ball) close the table.
@@ -21,10 +21,10 @@ import time
 import numpy as np
 
 from dpbench.algorithms.rem import REM
-from dpbench.problem import Dataset
+from dpbench.core.problem import Dataset
+from dpbench.numerics.samplers.alternating import alternating_sample, alternating_sample_numpy
 from dpbench.problems.lin_ball import LinBall
 from dpbench.problems.sep_abs import SepAbs
-from dpbench.samplers.alternating import alternating_sample, alternating_sample_numpy
 
 P = 10
 EPS, DELTA = 0.5, 1e-5

@@ -23,10 +23,10 @@ from pathlib import Path
 import numpy as np
 
 from dpbench.analysis import fit_curve
-from dpbench.ratecard import RateCard
+from dpbench.config.suite import parse_suite
+from dpbench.core.ratecard import RateCard
+from dpbench.engine.runner import run_suite
 from dpbench.report import build_report
-from dpbench.runner import run_suite
-from dpbench.suite import parse_suite
 
 FIT_TARGET_MS = 50.0
 REPORT_TARGET_S = 30.0

@@ -34,10 +34,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from bench_engine import Trivial, _suite  # noqa: E402
 
-from dpbench import registry  # noqa: E402
-from dpbench.plan import expand, pack  # noqa: E402
-from dpbench.runner import run_suite  # noqa: E402
-from dpbench.suite import parse_suite  # noqa: E402
+from dpbench.config.suite import parse_suite  # noqa: E402
+from dpbench.core import registry  # noqa: E402
+from dpbench.engine.plan import expand, pack  # noqa: E402
+from dpbench.engine.runner import run_suite  # noqa: E402
 
 
 def sweep_suite(seeds: int, points: int) -> str:

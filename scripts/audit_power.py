@@ -33,7 +33,7 @@ CAPS = {"broken_noise_halved": 5000, "broken_one_sided_sensitivity": 5000,
 def suite_points(path: Path) -> int:
     """K: the number of applicable audit points of the shipped audit suite."""
     from dpbench.audit.engine import plan_audits
-    from dpbench.suite import load_suite
+    from dpbench.config.suite import load_suite
 
     return len(plan_audits(load_suite(path)).points)
 

@@ -6,7 +6,7 @@ and resume, kill the dask scheduler and resume, a hanging cell (hard per-cell ti
 memory-hungry cell (per-cell memory limit) — compares each final cube with the uninterrupted one
 and prints one line per scenario: PASS/FAIL, cells lost / differing / duplicated, and what
 ``dpbench status`` showed. Exit code 0 when every scenario passes, 1 otherwise. The scenarios live
-in :mod:`dpbench.testing_failures` (shared with tests/test_failure_injection.py).
+in ``tests/support/failures.py`` (shared with tests/integration/test_failure_injection.py).
 """
 
 from __future__ import annotations
@@ -19,7 +19,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from dpbench import testing_failures as tf
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the repository root: tests.support
+from tests.support import failures as tf  # noqa: E402
 
 
 def main(argv: list[str] | None = None) -> int:

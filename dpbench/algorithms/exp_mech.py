@@ -13,13 +13,13 @@ from typing import ClassVar
 
 import numpy as np
 
-from ..algorithm import Algorithm, Release
-from ..params import Param
+from ..core.algorithm import Algorithm, Release
+from ..core.params import Param
+from ..core.problem import Dataset, Problem
+from ..core.ratecard import RateCard
+from ..numerics.samplers.expmech import SAMPLERS, sample_expmech
+from ..numerics.samplers.mcmc import default_steps
 from ..privacy.ledger import Charge, PrivacyLedger
-from ..problem import Dataset, Problem
-from ..ratecard import RateCard
-from ..samplers.expmech import SAMPLERS, sample_expmech
-from ..samplers.mcmc import default_steps
 
 
 def expmech_temperature(epsilon: float, L: float, diameter: float) -> float:
@@ -37,7 +37,7 @@ class ExpMech(Algorithm):
     at most 2L‖C‖, so the ratio is at most e^{2kL‖C‖} = e^ε.
 
     Samplers (``sampler``): ``"exact"`` uses the problem's exact
-    :meth:`~dpbench.problem.Problem.expmech_sampler` (cell not applicable without one) and is
+    :meth:`~dpbench.core.problem.Problem.expmech_sampler` (cell not applicable without one) and is
     certified ε-DP; ``"rwm"`` / ``"mala"`` run a finite Metropolis chain from the data-independent
     centre of C (docs/bst14.md, "Derived constants": MCMC), which only approximates π_D: the run
     is **nominal ε-DP** (at best (ε, (1 + e^ε)·TV)-DP with an unknown TV) and the ledger says
@@ -75,8 +75,8 @@ class ExpMech(Algorithm):
                       delta: float) -> float:
         """O1 (exact, docs/bst14.md) on LB-Lin: R·M·[1 − I_{p/2+1}(kRM)/I_{p/2}(kRM)] / n with
         M = ‖Σdᵢ‖; the MCMC samplers target the same law, so it is their reference too."""
-        from ..oracles import expmech_lblin
         from ..problems.lb_lin import LBLin
+        from ..theory.expected_excess import expmech_lblin
 
         if not isinstance(problem, LBLin):
             return math.nan

@@ -10,15 +10,15 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from ..algorithm import Algorithm, Release
-from ..constraints import ConstraintSet
-from ..deadline import checkpoint
-from ..errors import NotApplicable
-from ..params import Param
+from ..core.algorithm import Algorithm, Release
+from ..core.errors import NotApplicable
+from ..core.params import Param
+from ..core.problem import Dataset, Problem
+from ..core.ratecard import RateCard
+from ..core.sets import ConstraintSet
+from ..core.time_limit import checkpoint
+from ..numerics.samplers.mcmc import region_balls
 from ..privacy.ledger import Charge, PrivacyLedger
-from ..problem import Dataset, Problem
-from ..ratecard import RateCard
-from ..samplers.mcmc import region_balls
 from .exp_mech import expmech_temperature
 
 MAX_DIM = 2

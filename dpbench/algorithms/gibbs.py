@@ -7,7 +7,7 @@ docs/langevin.md ("Mechanism labels", "Errata", "Pitfalls").
 
 The mechanism outputs one draw of π_β ∝ exp(−β𝓛(θ; D))·1_C (𝓛 the AVERAGE loss, ψ = 0). It is
 the exponential-mechanism density with k = β/n on the sum loss, so it reuses the ε-DP Gibbs
-sampler's machinery (:func:`dpbench.samplers.expmech.sample_expmech`: the problem's exact
+sampler's machinery (:func:`dpbench.numerics.samplers.expmech.sample_expmech`: the problem's exact
 ``expmech_sampler``, or the RWM/MALA chains).
 
 β calibration (``calibration``; :mod:`dpbench.privacy.langevin`):
@@ -46,16 +46,16 @@ from typing import Any, ClassVar
 import numpy as np
 from scipy import stats
 
-from ..algorithm import Algorithm, Release
-from ..constraints import Ball, Box
-from ..errors import NotApplicable
-from ..params import Param
+from ..core.algorithm import Algorithm, Release
+from ..core.errors import NotApplicable
+from ..core.params import Param
+from ..core.problem import Dataset, Problem
+from ..core.ratecard import RateCard
+from ..core.sets import Ball, Box
+from ..numerics.samplers.expmech import SAMPLERS, sample_expmech
 from ..privacy.gaussian import gdp_mu
 from ..privacy.langevin import beta_a4_literal, beta_a4_tight
 from ..privacy.ledger import Charge, PrivacyLedger
-from ..problem import Dataset, Problem
-from ..ratecard import RateCard
-from ..samplers.expmech import SAMPLERS, sample_expmech
 
 __all__ = ["Gibbs", "a8_lambda", "regularized_problem", "gaussian_gibbs_constants",
            "has_exact_expmech", "mcmc_theorem_note"]
@@ -110,7 +110,7 @@ def has_exact_expmech(problem: Problem) -> bool:
 
 def gibbs_mcmc_tuning(kind: str, beta: float, n: int, p: int, L: float, diameter: float,
                       m: float, M: float, step_scale: float, steps: int) -> tuple[int, float]:
-    """Public (steps, step_scale) for :func:`dpbench.samplers.mcmc.run_chain` on the Gibbs law
+    """Public (steps, step_scale) for :func:`dpbench.numerics.samplers.mcmc.run_chain` on the Gibbs law
     exp(−β𝓛) of an m-strongly convex, M-smooth loss (our own public rule; what a finite chain
     certifies: docs/langevin.md Pitfalls 9).
 
@@ -122,7 +122,7 @@ def gibbs_mcmc_tuning(kind: str, beta: float, n: int, p: int, L: float, diameter
     keep the chains' own defaults."""
     if not math.isfinite(M) or M <= 0 or m <= 0:
         return steps, step_scale
-    from ..samplers.mcmc import default_step
+    from ..numerics.samplers.mcmc import default_step
 
     c = 0.5 if kind == "mala" else 1.0 / math.sqrt(p)
     base = default_step(kind, beta / n, n, L, diameter, p, 1.0)

@@ -16,15 +16,15 @@ from typing import Any, ClassVar
 import numpy as np
 from numba import njit
 
-from ..algorithm import Algorithm, Release
-from ..constraints import Ball
-from ..deadline import checkpoint
-from ..errors import NotApplicable
-from ..kernels import LossKernel, kernel_arrays, sum_grad, sum_loss
-from ..params import Param
+from ..core.algorithm import Algorithm, Release
+from ..core.errors import NotApplicable
+from ..core.params import Param
+from ..core.problem import Dataset, Problem
+from ..core.ratecard import RateCard
+from ..core.sets import Ball
+from ..core.time_limit import checkpoint
+from ..numerics.kernels import LossKernel, kernel_arrays, sum_grad, sum_loss
 from ..privacy.ledger import Charge, PrivacyLedger
-from ..problem import Dataset, Problem
-from ..ratecard import RateCard
 
 MAX_DIM = 3
 #: Projected-subgradient iterations of the convex Lipschitz extension outside C.
@@ -192,7 +192,7 @@ class ExpMechGridWalk(Algorithm):
     Privacy: with the certified walk length t∞ (Lemma 6.2) the output is ε-DP (Thm 3.4; Lemma 6.6:
     ε/3 + 2ε/3). The ``steps`` used here are far fewer than t∞ (docs/bst14.md: ≳ 10¹⁵ at
     n = 1000, p = 10), so the release is nominal ε-DP and the ledger is uncertified. Needs a
-    compiled kernel (:meth:`~dpbench.problem.Problem.kernel`), C = Ball(R) and p ≤ 3. Non-isotropic
+    compiled kernel (:meth:`~dpbench.core.problem.Problem.kernel`), C = Ball(R) and p ≤ 3. Non-isotropic
     radii (R < 1) are not rescaled; the fallback uses the ball of radius min(1, R).
     """
 

@@ -12,13 +12,13 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from ..algorithm import Algorithm, Release
-from ..errors import NotApplicable
-from ..params import Param
+from ..core.algorithm import Algorithm, Release
+from ..core.errors import NotApplicable
+from ..core.params import Param
+from ..core.problem import Dataset, Problem
+from ..core.ratecard import RateCard
+from ..core.registry import get_algorithm
 from ..privacy.ledger import Charge, PrivacyLedger
-from ..problem import Dataset, Problem
-from ..ratecard import RateCard
-from ..registry import get_algorithm
 
 #: Built-in bases of each privacy kind (see the design note in :class:`HighProb`).
 PURE_BASES: tuple[str, ...] = ("output_perturbation", "exp_mech", "localize",
@@ -77,7 +77,7 @@ class HighProb(Algorithm):
     """The high-probability wrapper (BST14 Appendix D), around a pure ε-DP base.
 
     1. Run the base mechanism (default parameters, resolved by name through
-       :func:`dpbench.registry.get_algorithm`) k = ``runs`` times at ((1 − f)·ε/k, δ/k) each, with
+       :func:`dpbench.core.registry.get_algorithm`) k = ``runs`` times at ((1 − f)·ε/k, δ/k) each, with
        independent generators ``rng.spawn(k)``, giving candidates θ₁, …, θ_k ∈ C.
     2. Select one with the exponential mechanism over the k candidates:
        Pr[i] ∝ exp(−ε_sel·𝓛(θᵢ; D)/(2L‖C‖)), ε_sel = f·ε, f = ``selection_fraction``; the draw

@@ -40,14 +40,14 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from ..algorithm import Algorithm, Release
-from ..errors import NotApplicable
-from ..params import Param
+from ..core.algorithm import Algorithm, Release
+from ..core.errors import NotApplicable
+from ..core.params import Param
+from ..core.problem import Dataset, Problem
+from ..core.ratecard import RateCard
 from ..privacy.gaussian import analytic_gaussian_sigma, pointwise_gaussian_sigma
 from ..privacy.ledger import Charge, PrivacyLedger
 from ..privacy.noise import gaussian_noise
-from ..problem import Dataset, Problem
-from ..ratecard import RateCard
 
 __all__ = ["HuberObjectivePerturbation", "huber_loss", "huber_objective_derivative",
            "minimise_huber_objective"]

@@ -11,7 +11,7 @@ the sample:
    the argument is ≤ e);
 2. ε_i = ε/2^{k−i+1} (Σ ε_i = ε(1 − 2^{−k}) < ε);
 3. θ_i ~ exp(−β_i𝓛) on C_{i−1}, β_i = ε_i n/(2L D_{i−1}) — the BST14/GTU Algorithm 2 density,
-   k_i = ε_i/(2L D_{i−1}) on the sum loss, drawn by :func:`dpbench.samplers.expmech.sample_expmech`
+   k_i = ε_i/(2L D_{i−1}) on the sum loss, drawn by :func:`dpbench.numerics.samplers.expmech.sample_expmech`
    (the problem's exact ``expmech_sampler`` on the intersection of balls, or the MCMC fallback,
    nominal);
 4. r_i = √(cL(p + 3 log₂ n)D_{i−1}/(mε_i n)) with c = 8 ln 2 ([derived] from the Gamma(p, 1)
@@ -31,13 +31,13 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from ..algorithm import Algorithm, Release
-from ..constraints import BallAt, ConstraintSet, Intersection
-from ..params import Param
+from ..core.algorithm import Algorithm, Release
+from ..core.params import Param
+from ..core.problem import Dataset, Problem
+from ..core.ratecard import RateCard
+from ..core.sets import BallAt, ConstraintSet, Intersection
+from ..numerics.samplers.expmech import SAMPLERS, sample_expmech
 from ..privacy.ledger import Charge, PrivacyLedger
-from ..problem import Dataset, Problem
-from ..ratecard import RateCard
-from ..samplers.expmech import SAMPLERS, sample_expmech
 from .exp_mech import expmech_temperature
 from .gibbs import has_exact_expmech, mcmc_theorem_note
 

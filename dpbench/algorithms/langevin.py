@@ -35,18 +35,26 @@ from typing import Any, ClassVar
 import numpy as np
 from numba import njit
 
-from ..algorithm import Algorithm, Release
-from ..constraints import Ball, BallAt, ConstraintSet
-from ..deadline import checkpoint
-from ..errors import NotApplicable
-from ..kernels import LossKernel, kernel_arrays, quadratic_loss, resolve_kernel
-from ..params import Param
-from ..privacy.langevin import (beta_path_gdp, beta_path_lemma31, ld_gdp_mu, ld_rdp_slope,
-                                lemma31_epsilon, mixing_log, mixing_time, path_gdp_epsilon,
-                                rdp_epsilon)
+from ..core.algorithm import Algorithm, Release
+from ..core.errors import NotApplicable
+from ..core.params import Param
+from ..core.problem import Dataset, Problem
+from ..core.ratecard import RateCard
+from ..core.sets import Ball, BallAt, ConstraintSet
+from ..core.time_limit import checkpoint
+from ..numerics.kernels import LossKernel, kernel_arrays, quadratic_loss, resolve_kernel
+from ..privacy.langevin import (
+    beta_path_gdp,
+    beta_path_lemma31,
+    ld_gdp_mu,
+    ld_rdp_slope,
+    lemma31_epsilon,
+    mixing_log,
+    mixing_time,
+    path_gdp_epsilon,
+    rdp_epsilon,
+)
 from ..privacy.ledger import Charge, PrivacyLedger
-from ..problem import Dataset, Problem
-from ..ratecard import RateCard
 from .gibbs import a8_lambda
 from .noisy_sgd import compiled_projection, project_balls
 

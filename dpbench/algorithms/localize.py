@@ -15,18 +15,18 @@ from typing import Any, ClassVar
 import numpy as np
 from scipy.stats import chi2
 
-from ..algorithm import Algorithm, Release
-from ..constraints import BallAt, Intersection
-from ..errors import NotApplicable
-from ..oracles import localize_radius
-from ..params import Param
+from ..core.algorithm import Algorithm, Release
+from ..core.errors import NotApplicable
+from ..core.params import Param
+from ..core.problem import Dataset, Problem
+from ..core.ratecard import RateCard
+from ..core.sets import BallAt, Intersection
+from ..numerics.samplers.expmech import sample_expmech
 from ..privacy.accountant import ACCOUNTING, calibrate_noisy_sgd, noisy_sgd_epsilon
 from ..privacy.gaussian import analytic_gaussian_sigma, classical_gaussian_sigma
 from ..privacy.ledger import Charge, PrivacyLedger
 from ..privacy.noise import gaussian_noise
-from ..problem import Dataset, Problem
-from ..ratecard import RateCard
-from ..samplers.expmech import sample_expmech
+from ..theory.expected_excess import localize_radius
 from .noisy_sgd import noisy_sgd_path
 from .output_perturbation import OutputPerturbation, SolverGapExceeded
 
@@ -55,7 +55,7 @@ class Localize(Algorithm):
        shape p, scale s), so ‖b‖ ≤ r₀ with probability exactly 1 − n⁻³;
        ``"paper"`` r₀ = ζ·p·s with ζ = 3 log n, i.e. 12·L·p·log n/(Δεn) for an exact solver
        (Lemma 4.2; docs/bst14.md Errata 2: Algorithm 3 says "ζ < 1" but is used with ζ = 3 log n).
-       Both come from :func:`dpbench.oracles.localize_radius`, which uses the exact-solver scale
+       Both come from :func:`dpbench.theory.expected_excess.localize_radius`, which uses the exact-solver scale
        s₀ = 4L/(Δεn). Both rules are linear in the noise scale, so r₀ is rescaled by s/s₀ to
        match the noise actually added in step 1 (otherwise the solver inflation would make the
        ball too small for its stated coverage). r₀ depends on n, p, L, Δ, ε and the public
@@ -63,7 +63,7 @@ class Localize(Algorithm):
     3. C₀ = C ∩ B(θ₀, r₀), a post-processing of θ₀.
     4. **Exponential mechanism on C₀ at ε/2** (Algorithm 2): density ∝ exp(−k′·𝓛(θ; D)) with
        k′ = (ε/2)/(2L‖C₀‖) and the public diameter bound ‖C₀‖ ≤ min(2r₀, ‖C‖), drawn by
-       :func:`dpbench.samplers.expmech.sample_expmech` (``sampler``: ``"exact"`` uses the
+       :func:`dpbench.numerics.samplers.expmech.sample_expmech` (``sampler``: ``"exact"`` uses the
        problem's exact sampler, ``"rwm"``/``"mala"`` are MCMC with a nominal guarantee,
        docs/bst14.md).
 
@@ -130,8 +130,8 @@ class Localize(Algorithm):
                       delta: float) -> float:
         """O6 (heuristic, docs/bst14.md) on KINK-SC: p/k′ with k′ = (ε/2)/(2L·‖C₀‖) and the public
         ‖C₀‖ = min(2r₀, ‖C‖) this mechanism uses, i.e. 8pLr₀/ε while 2r₀ < ‖C‖."""
-        from ..oracles import localize_kink
         from ..problems.kink_sc import KinkSC
+        from ..theory.expected_excess import localize_kink
 
         if not isinstance(problem, KinkSC):
             return math.nan

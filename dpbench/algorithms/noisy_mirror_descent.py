@@ -40,7 +40,7 @@ Two calibrations (``calibration``), both recorded in ``Release.info``:
 * ``"paper"``: Remark 1 and Theorem 6 literally: ε = ε̄/(4(√log(1/δ′) + 2)), ε̃ = √n·ε,
   σ = 8L√log(1/δ)/ε̃ = 8L√log(1/δ)/(√n ε) (σ is a standard deviation, B1 errata 3).
   Theorem 6's hypothesis ε ≤ 1/(2√n) [RECON of the garbled "12√n"] is the privacy regime; outside
-  it the run raises :class:`~dpbench.errors.NotApplicable`. Inside it the corrected composition
+  it the run raises :class:`~dpbench.core.errors.NotApplicable`. Inside it the corrected composition
   constant (8, not 4: B1 errata 2) still gives ε′ ≤ 4ε√log(1/δ′) + 16ε² ≤ ε̄, and the
   exact ε′ is reported as ``info["composed_epsilon"]``.
 * ``"tight"``: ε̃ is found by root-finding so that the exact ε′ above equals ε̄ (inverting the
@@ -72,15 +72,15 @@ import numpy as np
 from numba import njit
 from scipy.optimize import brentq
 
-from ..algorithm import Algorithm, Release
-from ..constraints import ConstraintSet
-from ..deadline import checkpoint
-from ..errors import NotApplicable
-from ..kernels import kernel_arrays, resolve_kernel
-from ..params import Param
+from ..core.algorithm import Algorithm, Release
+from ..core.errors import NotApplicable
+from ..core.params import Param
+from ..core.problem import Dataset, Problem
+from ..core.ratecard import RateCard
+from ..core.sets import ConstraintSet
+from ..core.time_limit import checkpoint
+from ..numerics.kernels import kernel_arrays, resolve_kernel
 from ..privacy.ledger import Charge, PrivacyLedger
-from ..problem import Dataset, Problem
-from ..ratecard import RateCard
 from .noisy_sgd import BLOCK, compiled_projection, project_balls
 
 __all__ = ["NoisyMirrorDescent", "Calibration", "calibrate", "composed_epsilon",
@@ -289,7 +289,7 @@ class NoisyMirrorDescent(Algorithm):
     (arXiv 2002.09609 Algorithm 1 [RECON]; docs/sco.md, "What is reconstructed, and B1's errata").
 
     See the module docstring for the algorithm, both calibrations, the privacy regime (refused with
-    :class:`~dpbench.errors.NotApplicable` outside it), the ledger and the ε-path option.
+    :class:`~dpbench.core.errors.NotApplicable` outside it), the ledger and the ε-path option.
     """
 
     name: ClassVar[str] = "noisy_mirror_descent"

@@ -8,7 +8,7 @@ NoisySGD-T", "Where the cap binds", "Oracle curves and reference runs", "Errata"
 
 The T-step loop is :func:`noisy_sgd_path`, shared with other mechanisms (Localize-δ runs it on
 C ∩ B(θ₀, r₀)). It has two implementations: a numba-compiled loop, used when the problem has a
-compiled kernel (:func:`dpbench.kernels.resolve_kernel`) and C is a ball or an intersection of
+compiled kernel (:func:`dpbench.numerics.kernels.resolve_kernel`) and C is a ball or an intersection of
 balls, and a numpy fallback for every other problem. Both are deterministic for a fixed seed and
 consume the generator in the same order (blocks of ``BLOCK`` indices, then ``BLOCK × p`` normals),
 so they follow the same trajectory; the released points agree up to floating-point rounding
@@ -22,20 +22,19 @@ import math
 from typing import ClassVar
 
 import numpy as np
-
 from numba import njit
 
-from ..algorithm import Algorithm, Release
-from ..constraints import Ball, BallAt, ConstraintSet, Intersection
-from ..deadline import checkpoint
-from ..errors import NotApplicable
-from ..params import Param
+from ..core.algorithm import Algorithm, Release
+from ..core.errors import NotApplicable
+from ..core.params import Param
+from ..core.problem import Dataset, Problem
+from ..core.ratecard import RateCard
+from ..core.sets import Ball, BallAt, ConstraintSet, Intersection
+from ..core.time_limit import checkpoint
+from ..numerics.kernels import LossKernel, kernel_arrays, resolve_kernel
 from ..privacy.accountant import ACCOUNTING, calibrate_noisy_sgd, noisy_sgd_epsilon
 from ..privacy.ledger import Charge, PrivacyLedger
 from ..privacy.noise import gaussian_noise
-from ..kernels import LossKernel, kernel_arrays, resolve_kernel
-from ..problem import Dataset, Problem
-from ..ratecard import RateCard
 
 #: Steps whose randomness is drawn at once on the numpy path. A constant: the output depends only
 #: on the rng.
@@ -114,7 +113,7 @@ def project_balls(theta, centers, radii, tol, max_iter):  # type: ignore[no-unty
     """In place: θ ← Π_{∩ B(centers[b], radii[b])}(θ), compiled.
 
     One ball: the closed form. Several: Dykstra's alternating projections (Boyle–Dykstra) with the
-    stopping rule and final feasibility pass of :meth:`dpbench.constraints.Intersection.project`
+    stopping rule and final feasibility pass of :meth:`dpbench.core.sets.Intersection.project`
     (``tol``, ``max_iter`` are the intersection's), so both agree up to rounding.
     """
     m, p = radii.shape[0], theta.shape[0]
@@ -261,7 +260,7 @@ def noisy_sgd_path(
     :func:`uses_compiled_path` (numba; ``rng`` itself is used inside the loop), else on numpy.
     Both draw, per block of ``BLOCK`` steps, ``BLOCK`` indices and then ``BLOCK × p`` normals
     (always full blocks), so for a fixed ``rng`` state they give the same point up to rounding.
-    Calls :func:`~dpbench.deadline.checkpoint` between blocks of steps.
+    Calls :func:`~dpbench.core.time_limit.checkpoint` between blocks of steps.
     """
     if variant not in VARIANTS:
         raise ValueError(f"variant must be one of {VARIANTS}, got {variant!r}")
@@ -480,9 +479,9 @@ class NoisySGD(Algorithm):
         our reference runs): O2 min(R·M, R·L·z·√p)/n on LB-Lin (Lipschitz steps),
         O3 Δv/(2n²) + 2pL²z²/(n²Δ) on LB-Quad (strongly convex steps), v = (1/n)Σ‖dᵢ − q‖². NaN
         for other configurations."""
-        from ..oracles import noisy_sgd_lblin, noisy_sgd_quadratic
         from ..problems.lb_lin import LBLin
         from ..problems.lb_quad import LBQuad
+        from ..theory.expected_excess import noisy_sgd_lblin, noisy_sgd_quadratic
 
         if self.output != "last" or self.steps > 0:
             return math.nan

@@ -6,10 +6,10 @@ from typing import ClassVar
 
 import numpy as np
 
-from ..algorithm import Algorithm, Release
-from ..params import Param
+from ..core.algorithm import Algorithm, Release
+from ..core.params import Param
+from ..core.problem import Dataset, Problem
 from ..privacy.ledger import PrivacyLedger
-from ..problem import Dataset, Problem
 
 
 class NonPrivateERM(Algorithm):

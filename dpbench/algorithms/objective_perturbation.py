@@ -55,19 +55,23 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from ..algorithm import Algorithm, Release
-from ..constraints import Ball
-from ..errors import NotApplicable
-from ..optimize import SoftplusMargin
-from ..params import Param
-from ..perturbed_solver import PerturbedObjective, solve_isotropic_quadratic, solve_perturbed_ball
+from ..core.algorithm import Algorithm, Release
+from ..core.errors import NotApplicable
+from ..core.params import Param
+from ..core.problem import Dataset, Optimum, Problem
+from ..core.ratecard import RateCard
+from ..core.sets import Ball
+from ..numerics.solvers.ball import SoftplusMargin
+from ..numerics.solvers.perturbed import (
+    PerturbedObjective,
+    solve_isotropic_quadratic,
+    solve_perturbed_ball,
+)
 from ..privacy.gaussian import analytic_gaussian_sigma, pointwise_gaussian_sigma
 from ..privacy.ledger import Charge, PrivacyLedger
 from ..privacy.noise import gamma_norm_noise, gaussian_noise
-from ..problem import Dataset, Optimum, Problem
 from ..problems._linear_law import MarginLossProblem
 from ..problems.logistic import Logistic
-from ..ratecard import RateCard
 from .output_perturbation import SolverGapExceeded
 
 __all__ = ["ObjPertCalibration", "ObjectivePerturbation", "calibrate_objective_perturbation",

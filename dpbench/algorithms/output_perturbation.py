@@ -7,12 +7,12 @@ from typing import ClassVar
 
 import numpy as np
 
-from ..algorithm import Algorithm, Release
-from ..params import Param
+from ..core.algorithm import Algorithm, Release
+from ..core.params import Param
+from ..core.problem import Dataset, Problem
+from ..core.ratecard import RateCard
 from ..privacy.ledger import Charge, PrivacyLedger
 from ..privacy.noise import gamma_norm_noise
-from ..problem import Dataset, Problem
-from ..ratecard import RateCard
 
 
 class SolverGapExceeded(RuntimeError):
@@ -73,9 +73,9 @@ class OutputPerturbation(Algorithm):
         """Oracles of docs/bst14.md: O5 2pL/(nΔε) on KINK-SC (first-order, heuristic),
         O4 2βL²p(p+1)/(n²Δ²ε²) on LB-Quad (exact while the projection is inactive); both with the
         exact-solver noise."""
-        from ..oracles import outpert_kink, outpert_smooth_quadratic
         from ..problems.kink_sc import KinkSC
         from ..problems.lb_quad import LBQuad
+        from ..theory.expected_excess import outpert_kink, outpert_smooth_quadratic
 
         n, p = data.n, data.p
         L, Delta = float(problem.lipschitz), float(problem.strong_convexity)

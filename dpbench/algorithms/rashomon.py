@@ -25,14 +25,14 @@ Regimes (``regime``):
 ``samples`` = k draws; privacy composes (k·(ε/k) pure, k·(ε/k, δ/k) approx: each draw is calibrated
 at ε/k (δ/k), Pitfalls 11). The release is the first draw; all draws are in ``info``.
 
-Samplers: ``exact`` — the problem's :meth:`~dpbench.problem.Problem.rashomon_sampler` (F1 radial
-mixture, :mod:`dpbench.samplers.rashomon`), certified; ``rwm``/``mala`` — the MCMC chains of
-:mod:`dpbench.samplers.mcmc` run on the thresholded loss (a problem view whose losses are
+Samplers: ``exact`` — the problem's :meth:`~dpbench.core.problem.Problem.rashomon_sampler` (F1 radial
+mixture, :mod:`dpbench.numerics.samplers.rashomon`), certified; ``rwm``/``mala`` — the MCMC chains of
+:mod:`dpbench.numerics.samplers.mcmc` run on the thresholded loss (a problem view whose losses are
 max{𝓛, 𝓛* + ψ}, A0.2), nominal only (``certified=False``).
 
 ``info`` exposes ``in_rashomon`` (0/1: 𝓛(θ) ≤ 𝓛* + ψ) and ``rashomon_radius`` (‖θ − θ*‖/√(2ψ/m),
 whose p-th power is U[0, 1] given θ ∈ G for isotropic quadratics) for the hit-rate and uniformity
-diagnostics (:func:`dpbench.samplers.rashomon.rashomon_diagnostics`).
+diagnostics (:func:`dpbench.numerics.samplers.rashomon.rashomon_diagnostics`).
 """
 
 from __future__ import annotations
@@ -42,16 +42,16 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from ..algorithm import Algorithm, Release
-from ..constraints import ConstraintSet
-from ..errors import NotApplicable
-from ..params import Param
+from ..core.algorithm import Algorithm, Release
+from ..core.errors import NotApplicable
+from ..core.params import Param
+from ..core.problem import Dataset, Problem
+from ..core.ratecard import RateCard
+from ..core.sets import ConstraintSet
+from ..numerics.samplers.expmech import SAMPLERS
+from ..numerics.samplers.mcmc import run_chain
 from ..privacy.langevin import beta_a4_literal, beta_a4_tight, pure_gibbs_beta
 from ..privacy.ledger import Charge, PrivacyLedger
-from ..problem import Dataset, Problem
-from ..ratecard import RateCard
-from ..samplers.expmech import SAMPLERS
-from ..samplers.mcmc import run_chain
 from .gibbs import mcmc_theorem_note
 
 __all__ = ["Rashomon", "ThresholdedProblem", "rashomon_beta", "rashomon_sensitivity"]
@@ -186,10 +186,10 @@ class Rashomon(Algorithm):
     def oracle_excess(self, data: Dataset, problem: Problem, *, epsilon: float,
                       delta: float) -> float:
         """E[𝓛 − 𝓛*] of the unconstrained radial law on ``mean_est`` (docs/langevin.md, "The
-        Rashomon law on F1": :func:`dpbench.samplers.rashomon.expected_excess`; exact when the
+        Rashomon law on F1": :func:`dpbench.numerics.samplers.rashomon.expected_excess`; exact when the
         truncation to C is negligible); NaN elsewhere."""
+        from ..numerics.samplers.rashomon import expected_excess
         from ..problems.mean_est import MeanEst
-        from ..samplers.rashomon import expected_excess
 
         if not isinstance(problem, MeanEst):
             return math.nan

@@ -24,11 +24,11 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from ..algorithm import Algorithm, Release
-from ..errors import NotApplicable
-from ..params import Param
-from ..problem import Dataset, Problem
-from ..ratecard import RateCard
+from ..core.algorithm import Algorithm, Release
+from ..core.errors import NotApplicable
+from ..core.params import Param
+from ..core.problem import Dataset, Problem
+from ..core.ratecard import RateCard
 from .output_perturbation import OutputPerturbation
 
 __all__ = ["RegularizedOutputPerturbation", "regularized_problem"]

@@ -21,9 +21,9 @@ sampler uses G_f = L). (μ, k) come from
 
 Samplers (``sampler``):
 
-* ``exact``: the problem's :meth:`~dpbench.problem.Problem.rem_sampler` (cell not applicable
+* ``exact``: the problem's :meth:`~dpbench.core.problem.Problem.rem_sampler` (cell not applicable
   without one). Certified: the ledger charges (ε, δ_Gauss(ε, γ)) with ``gdp_mu`` = γ.
-* ``alternating``: S1 + Algorithm 2 (:mod:`dpbench.samplers.alternating`) from the centre of C,
+* ``alternating``: S1 + Algorithm 2 (:mod:`dpbench.numerics.samplers.alternating`) from the centre of C,
   with η and the theory T of Theorem 17 computed from public quantities (c_η, C_T; pitfall P2),
   the TV budget τ = δ/(3(1 + e^ε)) and the mechanism's δ_mech = 2δ/3. At ``steps_scale`` = 1 the
   ledger pays δ_mech' + (1 + e^ε)τ (Errata 3, pitfall P1) and is certified in (ε, δ)
@@ -39,17 +39,28 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from ..algorithm import Algorithm, Release
-from ..errors import NotApplicable
-from ..kernels import resolve_kernel
-from ..params import Param
-from ..privacy.gdp_calibration import (CALIBRATIONS, MODES, RemCalibration, rem_calibration,
-                                       tv_budget, tv_to_dp)
+from ..core.algorithm import Algorithm, Release
+from ..core.errors import NotApplicable
+from ..core.params import Param
+from ..core.problem import Dataset, Problem
+from ..core.ratecard import RateCard
+from ..numerics.kernels import resolve_kernel
+from ..numerics.samplers.alternating import (
+    SamplerPlan,
+    alternating_sample,
+    alternating_sample_numpy,
+    domain_code,
+    theory_parameters,
+)
+from ..privacy.gdp_calibration import (
+    CALIBRATIONS,
+    MODES,
+    RemCalibration,
+    rem_calibration,
+    tv_budget,
+    tv_to_dp,
+)
 from ..privacy.ledger import Charge, PrivacyLedger
-from ..problem import Dataset, Problem
-from ..ratecard import RateCard
-from ..samplers.alternating import (SamplerPlan, alternating_sample, alternating_sample_numpy,
-                                    domain_code, theory_parameters)
 
 SAMPLERS = ("exact", "alternating")
 

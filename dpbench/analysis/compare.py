@@ -24,7 +24,7 @@ import numpy as np
 import xarray as xr
 from scipy import stats
 
-from ..schema import DONE
+from ..core.schema import DONE
 from .rates import cell_index
 
 

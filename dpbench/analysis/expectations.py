@@ -30,7 +30,7 @@ from typing import Any
 
 import numpy as np
 
-from ..suite import CARD_TOLERANCE, Expectation
+from ..config.suite import CARD_TOLERANCE, Expectation
 from .rates import DEFAULT_TOLERANCE, RateFit, verdict
 
 OUTCOMES = ("agrees", "disagrees", "inconclusive", "missing")

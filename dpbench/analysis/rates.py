@@ -38,9 +38,9 @@ from typing import Any, overload
 import numpy as np
 import xarray as xr
 
-from ..errors import UserInputError
-from ..schema import DONE, FAILED, NOT_APPLICABLE, PENDING
-from ..ratecard import RateCard
+from ..core.errors import UserInputError
+from ..core.ratecard import RateCard
+from ..core.schema import DONE, FAILED, NOT_APPLICABLE, PENDING
 
 #: Default slope tolerance (absolute, in exponent units): the ±0.1 within which constants may bend
 #: a clean power law's finite-range slope (docs/analysis.md, "Tolerances").

@@ -6,13 +6,13 @@ point, canary) many times on a pair of replace-one neighbouring datasets, as ord
 on a confirmation half, threshold chosen on a selection half; a GDP bound after Nasr et al. 2023),
 Bonferroni-corrected over all points of the run. See ``docs/audit.md``.
 
-Modules: :mod:`~dpbench.audit.spec` (suite format), :mod:`~dpbench.audit.canaries` (neighbouring
+Modules: :mod:`~dpbench.config.audit` (suite format), :mod:`~dpbench.core.neighbours` (neighbouring
 pairs), :mod:`~dpbench.audit.runs` (running a batch), :mod:`~dpbench.audit.stats` (the bounds),
 :mod:`~dpbench.audit.engine` (planning and execution on dask), :mod:`~dpbench.audit.store` (the
 audit groups of the zarr store), :mod:`~dpbench.audit.zoo` / :mod:`~dpbench.audit.power` (the
 broken zoo and the auditor's power).
 
-Names are re-exported lazily, so that ``import dpbench.suite`` (which validates ``audits:``)
+Names are re-exported lazily, so that ``import dpbench.config.suite`` (which validates ``audits:``)
 does not import the engine.
 """
 

@@ -7,9 +7,9 @@ b = 0…B−1 (B = runs / batch): cell b runs the mechanism ``batch`` times on D
 ``make_rng(identity, root_seed)`` (no batch), so every batch audits the same pair. Results never
 depend on the number of workers, on packing or on retries.
 
-Cells are cost-packed into tasks (:func:`dpbench.plan.pack`) and go through the same dask loop as
-experiment cells (:func:`dpbench.runner._iter_results`: bounded window, retries, scheduler loss →
-:class:`~dpbench.errors.SchedulerLost`). A failing cell is recorded with its error and the run
+Cells are cost-packed into tasks (:func:`dpbench.engine.plan.pack`) and go through the same dask loop as
+experiment cells (:func:`dpbench.engine.runner._iter_results`: bounded window, retries, scheduler loss →
+:class:`~dpbench.core.errors.SchedulerLost`). A failing cell is recorded with its error and the run
 goes on; a resume computes only the batches not done.
 
 Multiplicity (Bonferroni): K is the number of applicable points of the run, decided at planning
@@ -37,25 +37,25 @@ from typing import Any
 import numpy as np
 from threadpoolctl import threadpool_limits
 
-from ..algorithm import Algorithm
-from ..errors import NotApplicable, UserInputError
-from ..schema import DONE, FAILED, NOT_APPLICABLE, PENDING
-from ..execute import _error_text
-from ..plan import CELL_OVERHEAD_COST, TaskSpec, pack
-from ..problem import Problem
-from ..runner import Progress, check_connection_args, drive_tasks
-from ..seeding import make_rng, stable_hash
-from ..store import Store, check_store_path
-from ..suite import Suite
-from .canaries import NeighbourPair, canary_not_applicable_reason, neighbouring_pair
+from ..config.audit import AUDIT_AXES, AuditSpec
+from ..config.suite import Suite
+from ..core.algorithm import Algorithm
+from ..core.errors import NotApplicable, UserInputError
+from ..core.neighbours import NeighbourPair, canary_not_applicable_reason, neighbouring_pair
+from ..core.problem import Problem
+from ..core.schema import DONE, FAILED, NOT_APPLICABLE, PENDING
+from ..core.seeding import make_rng, stable_hash
+from ..engine.cells import _error_text
+from ..engine.plan import CELL_OVERHEAD_COST, TaskSpec, pack
+from ..engine.runner import Progress, check_connection_args, drive_tasks
+from ..store.cube import Store, check_store_path
 from .runs import run_audit_batch
-from .spec import AUDIT_AXES, AuditSpec
 from .stats import audit_bound, per_audit_alpha
 from .store import POINT_FLOAT_VARS, POINT_INT_VARS, AuditStore, BatchResult
 
 #: Work units charged per run on top of the algorithm's estimate (generator spawning, release
 #: validation, ledger, scoring: ~0.3 ms, like an experiment cell's fixed overhead
-#: :data:`dpbench.plan.CELL_OVERHEAD_COST`), so a batch of 1000 runs fills a task on its own.
+#: :data:`dpbench.engine.plan.CELL_OVERHEAD_COST`), so a batch of 1000 runs fills a task on its own.
 RUN_OVERHEAD_COST = CELL_OVERHEAD_COST
 
 
@@ -99,7 +99,7 @@ class AuditPoint:
 
 @dataclass(frozen=True)
 class AuditChunk:
-    """One cell: batch ``batch`` of ``point``. Packs like a :class:`dpbench.plan.ChunkSpec`
+    """One cell: batch ``batch`` of ``point``. Packs like a :class:`dpbench.engine.plan.ChunkSpec`
     (``experiment``, ``index``, ``cost``)."""
 
     point: AuditPoint
@@ -157,7 +157,7 @@ def _grid_points(a: AuditSpec) -> list[tuple[tuple[int, ...], dict[str, Any]]]:
 
 def _applicability(pt: AuditPoint, problem: Problem, algorithm: Algorithm) -> str | None:
     """Why the point cannot be audited, or None: the algorithm's requirements, the canary's
-    scope (:func:`~dpbench.audit.canaries.canary_not_applicable_reason`), and whether the pair
+    scope (:func:`~dpbench.core.neighbours.canary_not_applicable_reason`), and whether the pair
     can be built (no mechanism run)."""
     reason = algorithm.not_applicable_reason(problem) or canary_not_applicable_reason(
         algorithm, pt.canary)

@@ -21,9 +21,9 @@ from typing import Any
 
 import numpy as np
 
-from ..registry import get_algorithm, get_problem
-from ..seeding import make_rng
-from .canaries import neighbouring_pair
+from ..core.neighbours import neighbouring_pair
+from ..core.registry import get_algorithm, get_problem
+from ..core.seeding import make_rng
 from .runs import run_audit_batch
 from .stats import audit_bound
 from .zoo import DESIGNATED

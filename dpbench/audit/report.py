@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from rich.table import Table
 
-from ..store import Store
+from ..store.cube import Store
 from .store import AUDIT_GROUP, audit_names, group_path
 
 if TYPE_CHECKING:

@@ -7,8 +7,8 @@ deterministic function of its generator. The score of a release θ is ⟨θ, dir
 pair's direction fixed before any run.
 
 Fast path: an algorithm may offer ``release_many(data, problem, *, epsilon, delta, rngs)`` that
-returns one :class:`~dpbench.algorithm.Release` per generator, with exactly the law of calling
-:meth:`~dpbench.algorithm.Algorithm.release` once per generator (e.g. vectorised noise). It is
+returns one :class:`~dpbench.core.algorithm.Release` per generator, with exactly the law of calling
+:meth:`~dpbench.core.algorithm.Algorithm.release` once per generator (e.g. vectorised noise). It is
 optional; the plain loop is used otherwise.
 """
 
@@ -20,10 +20,10 @@ from typing import Sequence
 
 import numpy as np
 
-from ..algorithm import Algorithm, Release
-from ..errors import NotApplicable
-from ..problem import Dataset, Problem
-from .canaries import NeighbourPair, canary_not_applicable_reason
+from ..core.algorithm import Algorithm, Release
+from ..core.errors import NotApplicable
+from ..core.neighbours import NeighbourPair, canary_not_applicable_reason
+from ..core.problem import Dataset, Problem
 
 __all__ = ["AuditBatch", "run_audit_batch"]
 

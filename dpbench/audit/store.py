@@ -6,7 +6,7 @@ canary``, then ``batch`` (cells of a point), ``side`` (``D``, ``D'``) and ``run`
 batch). Variables:
 
 * per run: ``scores`` (float64; point dims × batch × side × run) — the score of every release;
-* per batch (cell): ``batch_status`` (uint8, the codes of :mod:`dpbench.execute`: 0 pending,
+* per batch (cell): ``batch_status`` (uint8, the codes of :mod:`dpbench.engine.cells`: 0 pending,
   1 done, 2 failed, 3 not applicable), ``batch_error`` (text), ``batch_epsilon_claimed``,
   ``batch_delta_claimed``, ``batch_mu_claimed`` (NaN: no GDP claim), ``batch_certified``;
 * per point (recomputed from the completed batches at the end of every ``dpbench audit``):
@@ -14,7 +14,7 @@ batch). Variables:
   ``violation`` (bool), ``event`` and ``note`` (text: the confirming event, or why a point is
   not applicable).
 
-Crash safety follows :mod:`dpbench.store`: the client is the only writer, zarr writes every chunk
+Crash safety follows :mod:`dpbench.store.cube`: the client is the only writer, zarr writes every chunk
 atomically, and a batch's scores and claims are written before its ``batch_status`` (the commit
 marker), so ``done`` implies the scores are there. A crash leaves pending batches that a resume
 recomputes identically.
@@ -30,10 +30,10 @@ import numpy as np
 import xarray as xr
 import zarr
 
-from ..errors import StoreError
-from ..schema import DONE, FAILED, NOT_APPLICABLE, PENDING, STATUS_NAMES
-from ..store import STATUS_CHUNK_CELLS, VALUE_CHUNK_CELLS, Store, chunk_shape, package_versions
-from .spec import AuditSpec
+from ..config.audit import AuditSpec
+from ..core.errors import StoreError
+from ..core.schema import DONE, FAILED, NOT_APPLICABLE, PENDING, STATUS_NAMES
+from ..store.cube import STATUS_CHUNK_CELLS, VALUE_CHUNK_CELLS, Store, chunk_shape, package_versions
 
 AUDIT_GROUP = "audit"
 AUDIT_KEY = "dpbench_audit"
@@ -90,7 +90,7 @@ def _create_coord(g: zarr.Group, name: str, values: Sequence[Any]) -> None:
 
 
 class AuditStore:
-    """The audit groups of an open :class:`~dpbench.store.Store` (the client is the only writer)."""
+    """The audit groups of an open :class:`~dpbench.store.cube.Store` (the client is the only writer)."""
 
     def __init__(self, store: Store):
         self.store = store

@@ -40,19 +40,19 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from ..algorithm import Release
 from ..algorithms.exp_mech import ExpMech, expmech_temperature
 from ..algorithms.noisy_sgd import NoisySGD, noisy_sgd_path, paper_noise_multiplier
 from ..algorithms.objective_perturbation import ObjectivePerturbation, _solve
-from ..constraints import Ball
-from ..errors import NotApplicable
-from ..params import Param
+from ..core.algorithm import Release
+from ..core.errors import NotApplicable
+from ..core.params import Param
+from ..core.problem import Dataset, Problem
+from ..core.sets import Ball
+from ..numerics.samplers.mcmc import run_chain
 from ..privacy.accountant import ACCOUNTING, noisy_sgd_epsilon
 from ..privacy.gaussian import analytic_gaussian_sigma
 from ..privacy.ledger import Charge, PrivacyLedger
 from ..privacy.noise import gamma_norm_noise, gaussian_noise
-from ..problem import Dataset, Problem
-from ..samplers.mcmc import run_chain
 
 __all__ = ["BROKEN", "DESIGNATED", "BrokenAddRemoveAccounting", "BrokenDataDependentStep",
            "BrokenNoClipping", "BrokenNoiseHalved", "BrokenOneSidedSensitivity",

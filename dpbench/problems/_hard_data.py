@@ -31,7 +31,7 @@ from typing import Any
 
 import numpy as np
 
-from ..params import Param
+from ..core.params import Param
 
 __all__ = ["HardData", "hard_data", "signal_rows", "tardos_biases", "HARD_DATA_PARAMS"]
 

@@ -23,11 +23,11 @@ from typing import Callable, ClassVar
 
 import numpy as np
 
-from ..constraints import Ball, ConstraintSet
-from ..kernels import HINGE, LOGISTIC, LossKernel
-from ..params import Param
-from ..problem import Dataset, Optimum, Problem
-from ..seeding import make_rng
+from ..core.params import Param
+from ..core.problem import Dataset, Optimum, Problem
+from ..core.seeding import make_rng
+from ..core.sets import Ball, ConstraintSet
+from ..numerics.kernels import HINGE, LOGISTIC, LossKernel
 
 __all__ = ["LAW_PARAMS", "MarginLossProblem", "draw_linear_law", "population_optimum",
            "population_sample"]
@@ -124,7 +124,7 @@ class MarginLossProblem(Problem):
         return out
 
     def kernel(self) -> LossKernel | None:
-        """The compiled margin kernel of this φ (:func:`dpbench.kernels.HINGE` / ``LOGISTIC``).
+        """The compiled margin kernel of this φ (:func:`dpbench.numerics.kernels.HINGE` / ``LOGISTIC``).
 
         Looked up by the functions that define φ and φ' (``_MARGIN_KERNELS``), so a subclass that
         redefines either gets ``None`` (the numpy path) instead of a kernel of another loss.

@@ -24,10 +24,10 @@ at sign(d̄) when r = 0 (any θ when d̄ = 0; θ = 0 is returned), exact (gap 0)
 with a ridge: f(θ) − f(θ*) for f(θ) = −τθ + (r/2)θ², θ* = min(1, τ/r) (closed form).
 The exponential-mechanism density ∝ exp(k(θΣdᵢ − n r θ²/2)) on [−1, 1] and the REM law (GLL'22,
 with its regulariser (kμ/2)(θ − c)²) are sampled exactly: the tilted-ball sampler of
-:mod:`dpbench.samplers.ball` (p = 1) when the quadratic term vanishes, a truncated normal on
-[−1, 1] otherwise (:func:`interval_gaussian`). The compiled kernel is :func:`dpbench.kernels.LINEAR`
+:mod:`dpbench.numerics.samplers.ball` (p = 1) when the quadratic term vanishes, a truncated normal on
+[−1, 1] otherwise (:func:`interval_gaussian`). The compiled kernel is :func:`dpbench.numerics.kernels.LINEAR`
 (ℓ = −⟨θ, x⟩ + (r/2)‖θ‖²). One-dimensional only: other p raise
-:class:`~dpbench.errors.NotApplicable`.
+:class:`~dpbench.core.errors.NotApplicable`.
 """
 
 from __future__ import annotations
@@ -37,11 +37,11 @@ from typing import Callable, ClassVar
 
 import numpy as np
 
-from ..constraints import Ball, ConstraintSet
-from ..errors import NotApplicable
-from ..kernels import LINEAR, LossKernel
-from ..params import Param
-from ..problem import Dataset, Optimum, Problem
+from ..core.errors import NotApplicable
+from ..core.params import Param
+from ..core.problem import Dataset, Optimum, Problem
+from ..core.sets import Ball, ConstraintSet
+from ..numerics.kernels import LINEAR, LossKernel
 
 __all__ = ["Flat1D", "flat_tau", "interval_gaussian"]
 
@@ -92,7 +92,7 @@ class Flat1D(Problem):
         return self.ridge
 
     def kernel(self) -> LossKernel:
-        """Compiled −⟨θ, x⟩ + (r/2)‖θ‖² (:func:`dpbench.kernels.LINEAR`)."""
+        """Compiled −⟨θ, x⟩ + (r/2)‖θ‖² (:func:`dpbench.numerics.kernels.LINEAR`)."""
         return LINEAR(self.ridge)
 
     # --- data and losses ----------------------------------------------------------------------
@@ -168,7 +168,7 @@ def interval_gaussian(linear: float, precision: float
     ``precision`` ≥ 0): the tilted-ball sampler (p = 1) when a = 0, else the normal N(b/a, 1/a)
     truncated to [−1, 1] (scipy's ``truncnorm``, inverse CDF)."""
     if precision <= 0:
-        from ..samplers.ball import tilted_ball_sampler
+        from ..numerics.samplers.ball import tilted_ball_sampler
 
         return tilted_ball_sampler(np.array([linear]), 1.0, 1.0)
     from scipy.stats import truncnorm

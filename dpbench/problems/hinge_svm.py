@@ -7,7 +7,7 @@ non-smooth loss (β = ∞); the ridge makes it Δ = ridge strongly convex and ad
 instance: 'Hinge SVM and logistic').
 
 Subgradient used: −y·x·1[y⟨θ, x⟩ < 1] + ridge·θ (0 is taken at the kink). The constrained optimum is
-certified by :func:`dpbench.optimize.solve_hinge_ball` (exact dual bound, stopping at gap ≤
+certified by :func:`dpbench.numerics.solvers.ball.solve_hinge_ball` (exact dual bound, stopping at gap ≤
 :data:`SOLVE_TOL` = 1e-11).
 
 **Default radius R = 3 (version 2).** The kink of example (x, y) is the hyperplane y⟨θ, x⟩ = 1, at
@@ -34,9 +34,9 @@ from typing import ClassVar
 
 import numpy as np
 
-from ..optimize import solve_hinge_ball
-from ..params import Param
-from ..problem import Dataset, Optimum
+from ..core.params import Param
+from ..core.problem import Dataset, Optimum
+from ..numerics.solvers.ball import solve_hinge_ball
 from ._linear_law import LAW_PARAMS, MarginLossProblem
 
 __all__ = ["HingeSVM", "SOLVE_TOL"]

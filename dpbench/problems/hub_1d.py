@@ -12,7 +12,7 @@ data sets of Appendix A (n₁ = round(n/3) and a₂ = max(round(n/2 − 1/(32h))
 
 The sum loss is convex piecewise linear with kinks at y/x, so θ* is exact: the best of the kinks
 inside C and the two endpoints (gap 0 up to rounding), and the exponential-mechanism density is
-piecewise exponential (:mod:`dpbench.samplers.piecewise`), sampled exactly on any interval region.
+piecewise exponential (:mod:`dpbench.numerics.samplers.piecewise`), sampled exactly on any interval region.
 """
 
 from __future__ import annotations
@@ -23,11 +23,11 @@ from typing import Callable, ClassVar
 import numpy as np
 from numba import njit
 
-from ..constraints import Ball, ConstraintSet
-from ..errors import NotApplicable
-from ..kernels import LossKernel
-from ..params import Param
-from ..problem import Dataset, Optimum, Problem
+from ..core.errors import NotApplicable
+from ..core.params import Param
+from ..core.problem import Dataset, Optimum, Problem
+from ..core.sets import Ball, ConstraintSet
+from ..numerics.kernels import LossKernel
 
 __all__ = ["Hub1D", "hinge_residual_loss", "hinge_residual_grad", "HINGE_RESIDUAL"]
 
@@ -140,7 +140,7 @@ class Hub1D(Problem):
     def expmech_sampler(self, data: Dataset, k: float, region: ConstraintSet
                         ) -> Callable[[np.random.Generator], np.ndarray] | None:
         """Exact sampler of exp(−k·Σℓ) on the interval ``region`` (piecewise exponential)."""
-        from ..samplers.piecewise import interval_of, piecewise_from_function
+        from ..numerics.samplers.piecewise import interval_of, piecewise_from_function
 
         lo, hi = interval_of(region)
         law = piecewise_from_function(lambda t: self.sum_loss(t, data), self._kinks(data), lo, hi,

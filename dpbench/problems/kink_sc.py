@@ -10,8 +10,8 @@ with c another uniformly random direction times ``d0_norm`` (the padding of docs
 
 * signal = 1 (default): θ* = d₀ exactly, the excess of θ is n(r + Δr²/2) with r = ‖θ − d₀‖, and
   the exponential-mechanism density is radial around d₀ (oracle O6), sampled exactly by
-  :mod:`dpbench.samplers.radial`.
-* signal < 1: θ* by the certified 1-median solver :mod:`dpbench.median_solver`, since
+  :mod:`dpbench.numerics.samplers.radial`.
+* signal < 1: θ* by the certified 1-median solver :mod:`dpbench.numerics.solvers.median`, since
   (1/n)Σℓ = (1/n)Σ‖θ − dᵢ‖ + (Δ/2)‖θ − q‖² + const with q the row mean.
 
 It separates OutPert (flat in n, O5 = 2pL/(Δε)) from Localize (∝ log n/n, O6) and NoisySGD-SC
@@ -27,12 +27,12 @@ from typing import Any, Callable, ClassVar
 
 import numpy as np
 
-from ..constraints import Ball, ConstraintSet
-from ..errors import UserInputError
-from ..kernels import QUADRATIC, LossKernel
-from ..median_solver import solve_median
-from ..params import Param
-from ..problem import Dataset, Optimum, Problem
+from ..core.errors import UserInputError
+from ..core.params import Param
+from ..core.problem import Dataset, Optimum, Problem
+from ..core.sets import Ball, ConstraintSet
+from ..numerics.kernels import QUADRATIC, LossKernel
+from ..numerics.solvers.median import solve_median
 from ._hard_data import signal_rows
 
 __all__ = ["KinkSC", "random_direction"]
@@ -140,7 +140,7 @@ class KinkSC(Problem):
         """
         # imported here: the samplers package imports the ExpMech machinery, which problems need
         # only when a sampler is requested
-        from ..samplers.radial import sample_radial_in_region
+        from ..numerics.samplers.radial import sample_radial_in_region
 
         d0 = self._single_point(data)
         if d0 is None:

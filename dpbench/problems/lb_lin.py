@@ -16,10 +16,10 @@ from typing import Callable, ClassVar
 
 import numpy as np
 
-from ..constraints import Ball, ConstraintSet
-from ..kernels import LINEAR, LossKernel
-from ..params import Param
-from ..problem import Dataset, Optimum, Problem
+from ..core.params import Param
+from ..core.problem import Dataset, Optimum, Problem
+from ..core.sets import Ball, ConstraintSet
+from ..numerics.kernels import LINEAR, LossKernel
 from ._hard_data import HARD_DATA_PARAMS, hard_data
 
 __all__ = ["LBLin"]
@@ -58,7 +58,7 @@ class LBLin(Problem):
         return 0.0
 
     def kernel(self) -> LossKernel:
-        """Compiled −⟨θ, d⟩ (:func:`dpbench.kernels.LINEAR` without ridge)."""
+        """Compiled −⟨θ, d⟩ (:func:`dpbench.numerics.kernels.LINEAR` without ridge)."""
         return LINEAR(0.0)
 
     def expmech_sampler(
@@ -71,7 +71,7 @@ class LBLin(Problem):
         """
         if region != self.constraint:
             return None
-        from ..samplers.ball import tilted_ball_sampler
+        from ..numerics.samplers.ball import tilted_ball_sampler
 
         return tilted_ball_sampler(data.X.sum(axis=0), k, self.radius)
 

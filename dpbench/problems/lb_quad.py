@@ -18,11 +18,11 @@ from typing import Any, Callable, ClassVar
 
 import numpy as np
 
-from ..constraints import Ball, ConstraintSet
-from ..errors import UserInputError
-from ..kernels import QUADRATIC, LossKernel
-from ..params import Param
-from ..problem import Dataset, Optimum, Problem
+from ..core.errors import UserInputError
+from ..core.params import Param
+from ..core.problem import Dataset, Optimum, Problem
+from ..core.sets import Ball, ConstraintSet
+from ..numerics.kernels import QUADRATIC, LossKernel
 from ._hard_data import HARD_DATA_PARAMS, hard_data
 
 __all__ = ["LBQuad"]
@@ -75,7 +75,7 @@ class LBQuad(Problem):
         return 1.0
 
     def kernel(self) -> LossKernel:
-        """Compiled ½‖θ − d‖² (:func:`dpbench.kernels.QUADRATIC` with curvature 1, no kink)."""
+        """Compiled ½‖θ − d‖² (:func:`dpbench.numerics.kernels.QUADRATIC` with curvature 1, no kink)."""
         return QUADRATIC(1.0, 0.0)
 
     def expmech_sampler(
@@ -83,9 +83,9 @@ class LBQuad(Problem):
     ) -> Callable[[np.random.Generator], np.ndarray] | None:
         """Exact sampler of ∝ exp(−(kn/2)‖θ − q‖²), q the mean row, on a ball or an
         intersection of balls (C or C ∩ B(θ₀, r₀)); rejection (oracle O7 of docs/bst14.md)."""
-        from ..errors import NotApplicable
-        from ..samplers.ball import truncated_gaussian_sampler
-        from ..samplers.mcmc import region_balls
+        from ..core.errors import NotApplicable
+        from ..numerics.samplers.ball import truncated_gaussian_sampler
+        from ..numerics.samplers.mcmc import region_balls
 
         try:
             centers, radii = region_balls(region, data.p)

@@ -16,7 +16,7 @@ cell's n for P2h.
 
 Exact: θ* = −R s̄/‖s̄‖ (value −R‖s̄‖), population excess ⟨E s, θ⟩ + R‖E s‖, and REM's target
 ∝ exp(−k⟨x, s̄⟩ − (kμ/2)‖x − c‖²) = N(c − s̄/μ, I/(kμ)) truncated to the ball (docs/rem.md,
-'Exact 𝒢_y draws (S2)'; :func:`dpbench.samplers.alternating.ball_gaussian_sampler`).
+'Exact 𝒢_y draws (S2)'; :func:`dpbench.numerics.samplers.alternating.ball_gaussian_sampler`).
 """
 
 from __future__ import annotations
@@ -27,11 +27,11 @@ from typing import Callable, ClassVar
 import numpy as np
 from numba import njit
 
-from ..constraints import Ball, ConstraintSet
-from ..errors import UserInputError
-from ..kernels import LossKernel
-from ..params import Param
-from ..problem import Dataset, Optimum, Problem
+from ..core.errors import UserInputError
+from ..core.params import Param
+from ..core.problem import Dataset, Optimum, Problem
+from ..core.sets import Ball, ConstraintSet
+from ..numerics.kernels import LossKernel
 
 __all__ = ["LinBall", "lin_loss", "lin_grad"]
 
@@ -128,7 +128,7 @@ class LinBall(Problem):
         'Exact 𝒢_y draws (S2)')."""
         if not k * mu > 0:
             return None
-        from ..samplers.alternating import ball_gaussian_sampler
+        from ..numerics.samplers.alternating import ball_gaussian_sampler
 
         q = np.asarray(center, dtype=float) - data.X.mean(axis=0) / mu
         return ball_gaussian_sampler(q, k * mu, self.radius)

@@ -5,7 +5,7 @@ Thm 2.4 (experiment E1 of suites/langevin.yaml) and §4.4 (E7):
 
     ℓ(θ; d) = 1 − ⟨θ, d⟩ + (ridge/2)‖θ‖²,   ‖d‖₂ ≤ 1,   C = [−a, a]^p,  a = 1/√p,
 
-(:class:`dpbench.constraints.Box` of radius 1: diameter 2 in every dimension, so p-sweeps keep L
+(:class:`dpbench.core.sets.Box` of radius 1: diameter 2 in every dimension, so p-sweeps keep L
 and ‖C‖ fixed). Since ‖θ‖ ≤ 1 on C, ℓ ≥ 0 when ridge = 0 (GTU assume non-negative losses).
 Constants: L = 1 + ridge (‖∇ℓ‖ = ‖−d + ridge·θ‖ ≤ 1 + ridge on C), m = M = ridge, diameter 2. The
 ``ridge`` parameter is the data-independent regulariser of the A8 wrapper (centre 0 = the centre
@@ -31,9 +31,9 @@ from typing import Any, Callable, ClassVar
 import numpy as np
 from scipy import stats
 
-from ..constraints import Box, ConstraintSet
-from ..params import Param
-from ..problem import Dataset, Optimum, Problem
+from ..core.params import Param
+from ..core.problem import Dataset, Optimum, Problem
+from ..core.sets import Box, ConstraintSet
 
 __all__ = ["LinCube", "cube_gibbs_sampler", "cube_gibbs_excess", "cube_coordinate_cdf"]
 

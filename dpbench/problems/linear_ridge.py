@@ -19,11 +19,11 @@ from typing import Any, Callable, ClassVar
 
 import numpy as np
 
-from ..constraints import Ball, ConstraintSet
-from ..errors import UserInputError
-from ..kernels import LINEAR, LossKernel
-from ..params import Param
-from ..problem import Dataset, Optimum, Problem
+from ..core.errors import UserInputError
+from ..core.params import Param
+from ..core.problem import Dataset, Optimum, Problem
+from ..core.sets import Ball, ConstraintSet
+from ..numerics.kernels import LINEAR, LossKernel
 
 __all__ = ["LinearRidge"]
 
@@ -109,8 +109,8 @@ class LinearRidge(Problem):
         """Exact sampler of exp(−k·Σℓ) ∝ exp(−(knΔ/2)‖θ − q/Δ‖²) on a ball or an intersection of
         balls: Σℓ = (nΔ/2)‖θ − q/Δ‖² + const, a truncated Gaussian (rejection; oracle O7 of
         docs/bst14.md)."""
-        from ..samplers.ball import truncated_gaussian_sampler
-        from ..samplers.mcmc import region_balls
+        from ..numerics.samplers.ball import truncated_gaussian_sampler
+        from ..numerics.samplers.mcmc import region_balls
 
         centers, radii = region_balls(region, data.p)
         q = data.X.mean(axis=0)

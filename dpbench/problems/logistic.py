@@ -6,7 +6,7 @@ linear law of :mod:`dpbench.problems._linear_law`. Constants: L = x_norm + ridge
 Δ = ridge, β = x_norm²/4 + ridge (φ'' ≤ 1/4). Losses are evaluated stably with ``np.logaddexp``
 and derivatives with ``scipy.special.expit``.
 
-The constrained optimum is certified by :func:`dpbench.optimize.solve_smooth_ball` (Newton plus
+The constrained optimum is certified by :func:`dpbench.numerics.solvers.ball.solve_smooth_ball` (Newton plus
 Frank–Wolfe gap); on separable data the unconstrained minimiser is at infinity and θ* lies on
 the sphere.
 """
@@ -18,8 +18,8 @@ from typing import ClassVar
 import numpy as np
 from scipy.special import expit
 
-from ..optimize import SoftplusMargin, solve_smooth_ball
-from ..problem import Dataset, Optimum
+from ..core.problem import Dataset, Optimum
+from ..numerics.solvers.ball import SoftplusMargin, solve_smooth_ball
 from ._linear_law import MarginLossProblem
 
 __all__ = ["Logistic"]

@@ -14,7 +14,7 @@ excess ERM ½‖θ − d̄‖², excess population ½‖θ − μ‖² (closed f
 
 The Gibbs law at inverse temperature β on the average loss (k = β/n on the sum) is N(d̄, I/β)
 truncated to C: :meth:`MeanEst.expmech_sampler` samples it exactly (rejection, via
-:func:`dpbench.samplers.ball.truncated_gaussian_sampler`). Expected excess ERM p/(2β) when the
+:func:`dpbench.numerics.samplers.ball.truncated_gaussian_sampler`). Expected excess ERM p/(2β) when the
 truncation is negligible (√(p/β) ≪ R − ‖d̄‖); expected excess population r²/(2n) + p/(2β).
 """
 
@@ -24,11 +24,11 @@ from typing import Any, Callable, ClassVar
 
 import numpy as np
 
-from ..constraints import Ball, ConstraintSet
-from ..errors import UserInputError
-from ..kernels import QUADRATIC, LossKernel
-from ..params import Param
-from ..problem import Dataset, Optimum, Problem
+from ..core.errors import UserInputError
+from ..core.params import Param
+from ..core.problem import Dataset, Optimum, Problem
+from ..core.sets import Ball, ConstraintSet
+from ..numerics.kernels import QUADRATIC, LossKernel
 
 __all__ = ["MeanEst"]
 
@@ -81,7 +81,7 @@ class MeanEst(Problem):
         return 1.0
 
     def kernel(self) -> LossKernel:
-        """Compiled ½‖θ − d‖² (:func:`dpbench.kernels.QUADRATIC`, curvature 1, no kink)."""
+        """Compiled ½‖θ − d‖² (:func:`dpbench.numerics.kernels.QUADRATIC`, curvature 1, no kink)."""
         return QUADRATIC(1.0, 0.0)
 
     # --- data and losses ----------------------------------------------------------------------
@@ -122,9 +122,9 @@ class MeanEst(Problem):
         """Exact sampler of ∝ exp(−k·Σᵢ ½‖θ − dᵢ‖²) = N(d̄, I/(kn)) truncated to ``region`` (a
         ball or an intersection of balls); rejection (Gibbs = N(d̄, I/β), β = kn; docs/instances.md,
         'F1 mean estimation')."""
-        from ..errors import NotApplicable
-        from ..samplers.ball import truncated_gaussian_sampler
-        from ..samplers.mcmc import region_balls
+        from ..core.errors import NotApplicable
+        from ..numerics.samplers.ball import truncated_gaussian_sampler
+        from ..numerics.samplers.mcmc import region_balls
 
         try:
             centers, radii = region_balls(region, data.p)
@@ -137,8 +137,8 @@ class MeanEst(Problem):
     ) -> Callable[[np.random.Generator], np.ndarray] | None:
         """Exact sampler of ∝ exp(−β·max{½‖θ − d̄‖², ψ}) on C = B(0, R) (𝓛 − 𝓛* = ½‖θ − d̄‖²
         since d̄ ∈ C): the radial mixture of docs/langevin.md, 'The Rashomon law on F1', with the
-        ball truncation by rejection (:func:`dpbench.samplers.rashomon.rashomon_radial_sampler`,
+        ball truncation by rejection (:func:`dpbench.numerics.samplers.rashomon.rashomon_radial_sampler`,
         checked against that section's reference values)."""
-        from ..samplers.rashomon import rashomon_radial_sampler
+        from ..numerics.samplers.rashomon import rashomon_radial_sampler
 
         return rashomon_radial_sampler(data.X.mean(axis=0), beta, psi, self.constraint)

@@ -13,7 +13,7 @@ around μ (up to the projection), so the duplicated rows put θ* exactly on the 
 their weight beats the residual pull of the cloud and of the ridge (with the defaults, for ridge
 below about 1); ``duplicate = 0`` gives a generic, smooth-at-θ* median.
 
-θ* comes from the certified solver :mod:`dpbench.median_solver` (gap ≤ 1e-9 on the average scale).
+θ* comes from the certified solver :mod:`dpbench.numerics.solvers.median` (gap ≤ 1e-9 on the average scale).
 Population excess (Appendix F, per-example scale) is measured on a fixed independent sample of
 N = ``population_sample`` rows drawn by the same generator from a data-independent stream (as in
 :mod:`dpbench.problems._linear_law`), minus the certified minimum on that sample.
@@ -28,14 +28,14 @@ from typing import Any, ClassVar
 import numpy as np
 from numba import njit
 
-from ..constraints import Ball, ConstraintSet
-from ..errors import UserInputError
-from ..kernels import LossKernel
-from ..median_solver import solve_median
-from ..optimize import project_ball
-from ..params import Param
-from ..problem import Dataset, Optimum, Problem
-from ..seeding import make_rng
+from ..core.errors import UserInputError
+from ..core.params import Param
+from ..core.problem import Dataset, Optimum, Problem
+from ..core.seeding import make_rng
+from ..core.sets import Ball, ConstraintSet
+from ..numerics.kernels import LossKernel
+from ..numerics.solvers.ball import project_ball
+from ..numerics.solvers.median import solve_median
 from ._hard_data import signal_rows
 
 __all__ = ["EuclideanMedian", "MEDIAN", "median_loss", "median_grad", "draw_median_law",
@@ -152,7 +152,7 @@ class EuclideanMedian(Problem):
         return diff * inv[:, None] + self.ridge * theta
 
     def solve(self, data: Dataset) -> Optimum:
-        """Certified minimiser of the average loss (:func:`dpbench.median_solver.solve_median`)."""
+        """Certified minimiser of the average loss (:func:`dpbench.numerics.solvers.median.solve_median`)."""
         sol = solve_median(data.X, self.radius, quad=self.ridge)
         theta = project_ball(sol.theta, self.radius)
         return Optimum(theta=theta, value=self.risk(theta, data), gap=sol.gap, method=sol.method,

@@ -1,7 +1,7 @@
 """P1 sep-abs: the separable ℓ₁ loss (G/√p)·‖θ − s‖₁ on a box (P1; P6 with a ridge).
 
 ℓ(θ; s) = (G/√p)·Σⱼ |θⱼ − sⱼ| + (λ/2)‖θ‖² on the cube C = [−a, a]^p, a = r/√p
-(:class:`dpbench.constraints.Box`, diameter 2r). The instance, its closed forms and why it is used
+(:class:`dpbench.core.sets.Box`, diameter 2r). The instance, its closed forms and why it is used
 for REM's ERM rates (experiments E1–E3, E6 of suites/rem.yaml): docs/instances.md, 'P1 and P6
 separable l1'; docs/rem.md, pitfalls P8–P9.
 
@@ -31,11 +31,11 @@ import numpy as np
 from numba import njit
 from scipy import optimize, special, stats
 
-from ..constraints import Box, ConstraintSet
-from ..kernels import LossKernel
-from ..params import Param
-from ..problem import Dataset, Optimum, Problem
-from ..samplers.alternating import truncnorm_std
+from ..core.params import Param
+from ..core.problem import Dataset, Optimum, Problem
+from ..core.sets import Box, ConstraintSet
+from ..numerics.kernels import LossKernel
+from ..numerics.samplers.alternating import truncnorm_std
 
 __all__ = ["SepAbs", "AbsGaussFactor", "sep_abs_loss", "sep_abs_grad", "log_gauss_interval"]
 
@@ -111,7 +111,7 @@ class AbsGaussFactor:
 
     def draw(self, rng: np.random.Generator) -> float:
         """One exact draw: a segment by its weight, then the truncated normal on it (compiled
-        exact rejection, :func:`dpbench.samplers.alternating.truncnorm_std`)."""
+        exact rejection, :func:`dpbench.numerics.samplers.alternating.truncnorm_std`)."""
         j = int(self.segments(rng.random()))
         z = truncnorm_std(float(self.za[j]), float(self.zb[j]), rng)
         return min(max(float(self.means[j] + self.sd * z), self.edges[j]), self.edges[j + 1])

@@ -19,18 +19,41 @@ import xarray as xr
 from jinja2 import Environment, PackageLoader, StrictUndefined, select_autoescape
 
 from .._version import __version__
-from ..analysis import (DEFAULT_TOLERANCE, VERDICT_TEXT, CollapseCheck, Comparison, Crossover,
-                        EpsilonConvergence, ExpectationCheck, RateFit, check_expectations,
-                        collapse_check, crossovers,
-                        epsilon_convergence, fit_rates, paired_comparisons, sweep_axes)
+from ..analysis import (
+    DEFAULT_TOLERANCE,
+    VERDICT_TEXT,
+    CollapseCheck,
+    Comparison,
+    Crossover,
+    EpsilonConvergence,
+    ExpectationCheck,
+    RateFit,
+    check_expectations,
+    collapse_check,
+    crossovers,
+    epsilon_convergence,
+    fit_rates,
+    paired_comparisons,
+    sweep_axes,
+)
 from ..analysis.expectations import summary_line
 from ..analysis.rates import MIN_POINTS
-from ..errors import UserInputError
-from ..schema import DONE, FAILED, NOT_APPLICABLE
-from ..store import ROOT_KEY, Counts, Store
 from ..audit.report import audit_context
-from .figures import (PALETTE, Curve, RatePanel, axis_symbol, data_uri, estimate_text,
-                      fixed_text, num, png_bytes, slope_text)
+from ..core.errors import UserInputError
+from ..core.schema import DONE, FAILED, NOT_APPLICABLE
+from ..store.cube import ROOT_KEY, Counts, Store
+from .figures import (
+    PALETTE,
+    Curve,
+    RatePanel,
+    axis_symbol,
+    data_uri,
+    estimate_text,
+    fixed_text,
+    num,
+    png_bytes,
+    slope_text,
+)
 
 #: Analysis settings of the report (passed explicitly, so the Methods section states what ran).
 LEVEL = 0.95
@@ -547,8 +570,8 @@ def build_report(store_path: str | Path, output_html: str | Path, *, n_resamples
 
     The HTML is one self-contained file (inline CSS, figures as base64 PNG ``data:`` URIs); the
     Markdown (same stem, ``.md``) holds the provenance, rate-card tables, comparisons and cell
-    summary. Raises :class:`~dpbench.errors.StoreError` for a path that is not a dpbench store
-    and :class:`~dpbench.errors.UserInputError` for a store with pending or failed cells unless
+    summary. Raises :class:`~dpbench.core.errors.StoreError` for a path that is not a dpbench store
+    and :class:`~dpbench.core.errors.UserInputError` for a store with pending or failed cells unless
     ``allow_incomplete`` (then the report states what is missing). Deterministic: the same
     store gives the same bytes. Returns (html path, markdown path).
     """

@@ -184,7 +184,7 @@ class RatePanel:
                        "the kept points; its local slope is the predicted one.")
         named = [c.fit.algorithm for c in self.curves if _has_oracle(c.fit)]
         if named:
-            out.append("Dash-dotted: the closed-form oracle curve (dpbench.oracles) of "
+            out.append("Dash-dotted: the closed-form oracle curve (dpbench.theory.expected_excess) of "
                        + ", ".join(named) + ", drawn at its own level, not fitted: "
                        + "; ".join(f"{c.fit.algorithm} empirical/oracle = "
                                    f"{num(c.fit.oracle_ratio)}" for c in self.curves

@@ -1,0 +1,347 @@
+"""The ``dpbench`` command line: run, audit, validate, list, status, report, check, profile,
+new-plugin.
+
+Exit codes: 0 success; 1 a run finished with failed cells, or ``check`` found an expected rate that
+does not hold, or ``audit`` found a privacy violation of an ``expect: private`` point or missed a
+zoo member (``expect: violation``); 2 bad input (suite, profile, store path, options) — in that case nothing was
+written; 3 a run lost its dask scheduler (what was computed is kept; rerun to resume).
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import sys
+import warnings
+from collections.abc import Sequence
+from typing import Any
+
+from .._version import __version__
+from ..core.errors import UserInputError
+
+EXIT_OK, EXIT_FAILED_CELLS, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 3
+#: Sentinel of ``run --report`` without a path: ``reports/<suite name>.html``.
+DEFAULT_REPORT = "<default>"
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:  # argparse already exits 2; keep its message short
+        self.print_usage(sys.stderr)
+        self.exit(EXIT_USAGE, f"{self.prog}: error: {message}\n")
+
+
+def _add_run_options(r: argparse.ArgumentParser, restart_help: str) -> None:
+    """The suite, store and cluster options shared by ``run`` and ``audit``."""
+    r.add_argument("suite", help="suite YAML file")
+    r.add_argument("--store", required=True, help="zarr store directory (created or resumed)")
+    r.add_argument("--workers", type=int, default=None,
+                   help="LocalCluster worker processes (default: one per core; 0 = inline, no dask)")
+    r.add_argument("--scheduler", default=None, help="address of a running dask scheduler")
+    r.add_argument("--scheduler-file", default=None, metavar="FILE",
+                   help="scheduler file (JSON) written by dask scheduler --scheduler-file; "
+                        "precedence: --scheduler, --scheduler-file, DASK_SCHEDULER_ADDRESS, "
+                        "--cluster, LocalCluster (docs/clusters.md)")
+    r.add_argument("--cluster", default=None, metavar="PROFILE.yaml", help="cluster profile file")
+    r.add_argument("--restart", action="store_true", help=restart_help)
+    r.add_argument("--no-retry-failed", action="store_true",
+                   help="on resume, leave failed cells as they are")
+    r.add_argument("--quiet", action="store_true", help="no progress bar or tables")
+    r.add_argument("--report", nargs="?", const=DEFAULT_REPORT, default=None, metavar="PATH",
+                   help="build the HTML report after the run (default path: "
+                        "reports/<suite name>.html); a run with failed cells reports the done ones")
+
+
+def _build_parser() -> argparse.ArgumentParser:
+    p = _Parser(prog="dpbench", description="Benchmark differentially private convex optimisation "
+                "against the rates its papers prove.")
+    p.add_argument("--version", action="version", version=f"dpbench {__version__}")
+    sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    _add_commands(sub)
+    return p
+
+
+def _add_commands(sub: Any) -> None:
+    """The subcommands (``run`` and ``audit`` share :func:`_add_run_options`)."""
+    r = sub.add_parser("run", help="run or resume a suite into a zarr store")
+    _add_run_options(r, "discard an existing store whose suite changed and start over")
+
+    au = sub.add_parser("audit", help="run or resume a suite's privacy audits (audits:) into a "
+                                      "zarr store; exit 1 on a privacy violation or a missed "
+                                      "zoo member")
+    _add_run_options(au, "discard the audits of the store whose definition changed")
+
+    v = sub.add_parser("validate", help="check a suite without running anything")
+    v.add_argument("suite")
+
+    ls = sub.add_parser("list", help="registered algorithms and problems")
+    ls.add_argument("kind", nargs="?", choices=("algorithms", "problems"), default=None)
+    ls.add_argument("--broken", action="store_true",
+                    help="also list the deliberately broken mechanisms of the audit's zoo")
+
+    s = sub.add_parser("status", help="progress of a store")
+    s.add_argument("store")
+    s.add_argument("--failures", type=int, default=5, help="show up to N failure messages")
+
+    rep = sub.add_parser("report", help="write the HTML report and Markdown summary of a store")
+    rep.add_argument("store", help="a dpbench store (the zarr directory of dpbench run --store)")
+    rep.add_argument("--output", default=None, metavar="PATH.html",
+                     help="HTML file to write (default: reports/<suite name>.html); the Markdown "
+                          "summary goes next to it with the same stem")
+    rep.add_argument("--allow-incomplete", action="store_true",
+                     help="report a store with pending or failed cells (the report lists them)")
+
+    chk = sub.add_parser("check", help="check the suite's expected rates (expect:) against the "
+                                       "fitted slopes; exit 1 unless every one agrees")
+    chk.add_argument("store", help="a dpbench store")
+    chk.add_argument("--allow-incomplete", action="store_true",
+                     help="check a store with pending or failed cells")
+
+    pr = sub.add_parser("profile", help="validate a cluster profile and show what it would start "
+                                        "(job script / Kubernetes manifest) without starting it")
+    pr.add_argument("profile", metavar="PROFILE.yaml", help="cluster profile file")
+
+    np_ = sub.add_parser("new-plugin", help="scaffold an out-of-tree mechanism plugin package")
+    np_.add_argument("name", help="algorithm name: lowercase letters, digits, underscores "
+                                  "(also the import package and entry-point name)")
+    np_.add_argument("--directory", default=None, metavar="DIR",
+                     help="where to write the package (default: ./NAME with dashes); must not "
+                          "exist or be empty")
+
+
+def _cmd_run(args: argparse.Namespace) -> int:
+    from ..config.suite import load_suite
+    from ..engine.runner import run_suite
+    from ..store.status import print_tables, results_table
+
+    suite = load_suite(args.suite)
+    summary = run_suite(suite, args.store, scheduler=args.scheduler,
+                        scheduler_file=args.scheduler_file, profile=args.cluster,
+                        workers=args.workers, restart=args.restart,
+                        retry_failed=not args.no_retry_failed, progress=not args.quiet)
+    if not args.quiet:
+        print_tables(*(results_table(args.store, e.name) for e in suite.experiments))
+    total = {k: sum(getattr(c, k) for c in summary.counts.values())
+             for k in ("total", "done", "failed", "not_applicable", "pending")}
+    print(f"store: {summary.store}")
+    if suite.audits:
+        print(f"note: the suite's {len(suite.audits)} audit(s) are not run by dpbench run; "
+              "use dpbench audit")
+    print(f"backend: {summary.backend}; {summary.computed} cells computed in "
+          f"{summary.seconds:.1f} s; totals: {total['done']} done, {total['failed']} failed, "
+          f"{total['not_applicable']} not applicable, {total['pending']} pending "
+          f"of {total['total']}")
+    if args.report is not None:
+        # After a run the report is always wanted, failures included: it lists what is missing.
+        _write_report(args.store, None if args.report == DEFAULT_REPORT else args.report,
+                      allow_incomplete=True)
+    return EXIT_OK if total["failed"] == 0 and total["pending"] == 0 else EXIT_FAILED_CELLS
+
+
+def _cmd_validate(args: argparse.Namespace) -> int:
+    from ..config.suite import load_suite
+
+    suite = load_suite(args.suite)
+    print(f"{args.suite}: OK — suite {suite.name!r}, {len(suite.experiments)} experiment(s), "
+          f"{suite.n_cells} cells")
+    for e in suite.experiments:
+        shape = " x ".join(f"{d}={s}" for d, s in zip(e.dims, e.shape))
+        print(f"  {e.name}: {shape}")
+    if suite.audits:
+        from ..config.audit import n_audit_points
+
+        print(f"  {len(suite.audits)} audit(s), {n_audit_points(suite.audits)} audit points "
+              f"(before applicability), alpha = {suite.audit.alpha:g} over the run")
+        for a in suite.audits:
+            shape = " x ".join(f"{d}={s}" for d, s in zip(a.point_dims, a.point_shape))
+            print(f"  audit {a.name} (expect {a.expect}): {shape}; {a.runs} runs per side in "
+                  f"{a.n_batches} batch(es) of {a.batch}")
+        print("  note: dpbench run ignores the audits and dpbench audit ignores the experiments")
+    return EXIT_OK
+
+
+def _cmd_audit(args: argparse.Namespace) -> int:
+    from ..audit.engine import run_audits
+    from ..audit.report import audit_table, summary_lines
+    from ..config.suite import load_suite
+    from ..store.status import print_tables
+
+    suite = load_suite(args.suite)
+    summary = run_audits(suite, args.store, scheduler=args.scheduler,
+                         scheduler_file=args.scheduler_file, profile=args.cluster,
+                         workers=args.workers, restart=args.restart,
+                         retry_failed=not args.no_retry_failed, progress=not args.quiet)
+    if not args.quiet:
+        print_tables(audit_table(summary.results))
+    for line in summary_lines(summary):
+        print(line)
+    if args.report is not None:
+        _write_report(args.store, None if args.report == DEFAULT_REPORT else args.report,
+                      allow_incomplete=True)
+    return EXIT_OK if summary.ok else EXIT_FAILED_CELLS
+
+
+def _cmd_list(args: argparse.Namespace) -> int:
+    from rich.table import Table
+
+    from ..core import registry
+    from ..store.status import print_tables
+
+    tables = []
+    if args.kind in (None, "algorithms"):
+        t = Table(title="algorithms")
+        for col in ("name", "privacy", "requires", "parameters", "citation"):
+            t.add_column(col)
+        for name, cls in sorted(registry.available("algorithms").items()):
+            params = ", ".join(f"{k}={v.default!r}" for k, v in cls.params.items())
+            t.add_row(name, cls.privacy, ", ".join(cls.requires), params, cls.citation)
+        tables.append(t)
+        if args.broken:
+            b = Table(title="deliberately broken mechanisms (audit power only; docs/audit.md)")
+            for col in ("name", "claims", "the bug"):
+                b.add_column(col)
+            regular = registry.available("algorithms")
+            for name, cls in sorted(registry.available("algorithms", include_broken=True).items()):
+                if name not in regular:
+                    b.add_row(name, cls.privacy, str(getattr(cls, "broken", "")))
+            tables.append(b)
+    if args.kind in (None, "problems"):
+        t = Table(title="problems")
+        for col in ("name", "L", "Delta", "beta", "diameter", "population", "parameters", "citation"):
+            t.add_column(col)
+        for name, cls in sorted(registry.available("problems").items()):
+            try:
+                c = cls().constants()
+                consts = [f"{c['L']:g}", f"{c['Delta']:g}", f"{c['beta']:g}", f"{c['D']:g}"]
+            except Exception as exc:  # a plugin whose defaults cannot be built still gets listed
+                consts = [f"({type(exc).__name__})"] * 4
+            params = ", ".join(f"{k}={v.default!r}" for k, v in cls.params.items())
+            t.add_row(name, *consts, "yes" if cls.has_population else "no", params, cls.citation)
+        tables.append(t)
+    print_tables(*tables)
+    return EXIT_OK
+
+
+def _cmd_status(args: argparse.Namespace) -> int:
+    from ..store.cube import Store
+    from ..store.status import print_tables, status_table
+
+    store = Store.open(args.store)
+    print_tables(status_table(store))
+    for name in store.experiments():
+        for coords, msg in store.failures(name, args.failures):
+            where = ", ".join(f"{k}={v}" for k, v in coords.items())
+            print(f"failed [{name}] {where}: {msg}")
+    from ..audit.store import AuditStore, audit_names, batch_counts
+
+    for name in audit_names(store):
+        c = batch_counts(AuditStore(store).batch_status(name))
+        print(f"audit {name}: {c['total']} batches, {c['done']} done, {c['failed']} failed, "
+              f"{c['not_applicable']} not applicable, {c['pending']} pending")
+    from ..store.cube import ROOT_KEY
+
+    runs = store.root.attrs.get(ROOT_KEY, {}).get("runs", [])
+    if runs and runs[-1].get("interrupted"):
+        print(f"last run interrupted: {runs[-1]['interrupted']}")
+    return EXIT_OK
+
+
+def _write_report(store: str, output: str | None, allow_incomplete: bool) -> None:
+    from ..analysis.expectations import summary_line
+    from ..report import default_output
+    from ..report.build import render_report, report_context
+
+    context = report_context(store, allow_incomplete=allow_incomplete)
+    checks = [c for e in context["experiments"] for c in e.expectations]
+    html, md = render_report(context, output if output is not None else default_output(store))
+    print(summary_line(checks) if checks else "no expected rates declared (expect:): the report "
+          "shows rate-card verdicts only")
+    print(f"report: {html} (summary: {md})")
+
+
+def _cmd_report(args: argparse.Namespace) -> int:
+    _write_report(args.store, args.output, args.allow_incomplete)
+    return EXIT_OK
+
+
+def _cmd_check(args: argparse.Namespace) -> int:
+    from ..analysis.expectations import summary_line
+    from ..report.build import store_expectations
+    from ..report.figures import estimate_text, fixed_text
+
+    checks = store_expectations(args.store, allow_incomplete=args.allow_incomplete)
+    if not checks:
+        print(f"{args.store}: the suite declares no expected rates (expect:); nothing to check")
+        return EXIT_OK
+    print(summary_line(checks))
+    print("agrees only when the whole 95% CI of the slope lies inside the band; resolution: the "
+          "smallest slope error the row could have detected")
+    for c in checks:
+        e = c.expectation
+        axis = e.axis if e.variable == "excess_risk" else f"{e.axis} ({e.variable})"
+        print(f"\n{c.outcome:<12} {e.id}  [{c.experiment}] {e.algorithm} on {e.problem}, "
+              f"slope in {axis} ({fixed_text(c.fixed)}), expected {e.slope:+.2f}")
+        if math.isfinite(c.tolerance):
+            print(f"{'':13}fitted {estimate_text(c.slope, c.slope_low, c.slope_high)}; band "
+                  f"{c.centre:+.2f} ± {c.tolerance:.2f} ({c.tolerance_source}); resolution "
+                  f"±{c.resolution:.2f}; {c.points_used}/{c.points} points kept")
+        if c.outcome != "agrees" or c.level_outcome:
+            print(f"{'':13}{c.reason}")
+    print()
+    print(summary_line(checks))
+    bad = [c for c in checks if c.outcome != "agrees"]
+    return EXIT_OK if not bad else EXIT_FAILED_CELLS
+
+
+def _cmd_profile(args: argparse.Namespace) -> int:
+    from ..config.cluster import render_profile
+
+    print(render_profile(args.profile))
+    return EXIT_OK
+
+
+def _cmd_new_plugin(args: argparse.Namespace) -> int:
+    from .scaffold import scaffold_plugin
+
+    root, files = scaffold_plugin(args.name, args.directory)
+    print(f"created plugin package {root}/ with algorithm {args.name!r}:")
+    for f in files:
+        print(f"  {f}")
+    where = root if root.is_absolute() or str(root).startswith(".") else f"./{root}"
+    print(f"next: pip install -e {where} && dpbench list algorithms "
+          "(guide: docs/writing-a-plugin.md)")
+    return EXIT_OK
+
+
+def _show_warning(message: Warning | str, category: type[Warning], filename: str, lineno: int,
+                  file: object = None, line: str | None = None) -> None:
+    print(f"dpbench: {category.__name__}: {message}", file=sys.stderr)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = _build_parser().parse_args(argv)
+    handler = {"run": _cmd_run, "validate": _cmd_validate, "list": _cmd_list,
+               "status": _cmd_status, "report": _cmd_report, "check": _cmd_check,
+               "profile": _cmd_profile, "new-plugin": _cmd_new_plugin,
+               "audit": _cmd_audit}[args.command]
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("default")
+            warnings.showwarning = _show_warning
+            return handler(args)
+    except UserInputError as exc:
+        print(f"dpbench {args.command}: error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    except KeyboardInterrupt:
+        print("dpbench: interrupted; run the same command again to resume", file=sys.stderr)
+        return 130
+    except Exception as exc:
+        from ..core.errors import SchedulerLost
+
+        if not isinstance(exc, SchedulerLost):
+            raise
+        print(f"dpbench {args.command}: error: {exc}", file=sys.stderr)
+        return EXIT_INTERRUPTED
+
+
+if __name__ == "__main__":
+    sys.exit(main())

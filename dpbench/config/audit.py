@@ -1,0 +1,261 @@
+"""The ``audit:`` and ``audits:`` sections of a suite: validation and the audit definitions.
+
+An audit (``audits:`` entry) names algorithms and problems (same syntax as experiments), the
+canaries (:data:`dpbench.core.neighbours.CANARIES`) and a grid over n, p, epsilon, delta; n
+defaults to the tiny sizes (2, 3, 5, 10) where privacy bugs concentrate (opacus #571). ``expect``
+says whether every point must pass (``private``) or every algorithm must be caught at one point
+at least (``violation``, the broken zoo). The run-wide ``audit:`` mapping sets the family-wise
+level ``alpha`` (Bonferroni over all audit points of the run), the default ``runs`` per side and
+the ``batch`` (runs per cell, even, dividing ``runs``). Validation reports every error at once,
+naming the field and the allowed values (see :mod:`dpbench.config.suite`).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from ..core.errors import UserInputError
+from ..core.seeding import stable_hash
+from .validation import (
+    IDENT,
+    AlgorithmSpec,
+    Errors,
+    ProblemSpec,
+    check_axis,
+    check_keys,
+    check_privacy_kind,
+    is_int,
+    is_real,
+    labelled,
+    privacy_of,
+)
+
+#: Default grid of dataset sizes: privacy bugs concentrate at tiny n.
+DEFAULT_N = (2, 3, 5, 10)
+EXPECT_VALUES = ("private", "violation")
+AUDIT_AXES = ("n", "p", "epsilon", "delta")
+_SETTINGS_KEYS = ("alpha", "runs", "batch")
+_AUDIT_KEYS = ("name", "description", "algorithms", "problems", "canaries", "grid", "runs",
+               "expect")
+_PROB_KEYS = ("problem", "label", "params")
+_ALGO_KEYS = ("algorithm", "label", "params")
+AUDIT_SCHEMA = 1
+
+
+@dataclass(frozen=True)
+class AuditSettings:
+    """Run-wide settings: family-wise level, default runs per side, runs per cell."""
+
+    alpha: float = 0.05
+    runs: int = 20000
+    batch: int = 1000
+
+
+@dataclass(frozen=True)
+class AuditSpec:
+    """One ``audits:`` entry, validated; its points are (algorithm, problem, grid point, canary)."""
+
+    name: str
+    description: str
+    algorithms: tuple[AlgorithmSpec, ...]
+    problems: tuple[ProblemSpec, ...]
+    canaries: tuple[str, ...]
+    grid: dict[str, list[Any]]
+    runs: int
+    batch: int
+    expect: str
+
+    @property
+    def n_batches(self) -> int:
+        return self.runs // self.batch
+
+    @property
+    def point_dims(self) -> tuple[str, ...]:
+        return ("algorithm", "problem", *AUDIT_AXES, "canary")
+
+    @property
+    def point_shape(self) -> tuple[int, ...]:
+        return (len(self.algorithms), len(self.problems), *(len(self.grid[a]) for a in AUDIT_AXES),
+                len(self.canaries))
+
+    def definition(self, root_seed: int) -> dict[str, Any]:
+        """Everything that determines the stored scores (for the store's fingerprint)."""
+        return {
+            "schema": AUDIT_SCHEMA, "root_seed": root_seed, "runs": self.runs,
+            "batch": self.batch, "canaries": list(self.canaries), "grid": self.grid,
+            "problems": [{"label": p.label, "name": p.name, "version": p.cls.version,
+                          "params": p.params} for p in self.problems],
+            "algorithms": [{"label": a.label, "name": a.name, "version": a.cls.version,
+                            "params": a.params} for a in self.algorithms],
+        }
+
+    def fingerprint(self, root_seed: int) -> str:
+        return stable_hash(self.definition(root_seed))
+
+
+def _allowed_canaries() -> tuple[str, ...]:
+    from ..core.neighbours import CANARIES
+
+    return tuple(CANARIES)
+
+
+def _settings(errs: Errors, raw: Any) -> AuditSettings:
+    if raw is None:
+        return AuditSettings()
+    if not isinstance(raw, dict):
+        errs.add("audit", f"must be a mapping with {', '.join(_SETTINGS_KEYS)}, got {raw!r}")
+        return AuditSettings()
+    check_keys(errs, "audit", raw, _SETTINGS_KEYS)
+    default = AuditSettings()
+    alpha = raw.get("alpha", default.alpha)
+    if not (is_real(alpha) and 0 < alpha < 1):
+        errs.add("audit.alpha", f"must be a number in (0, 1), got {alpha!r}")
+        alpha = default.alpha
+    runs = raw.get("runs", default.runs)
+    if not (is_int(runs) and runs >= 2):
+        errs.add("audit.runs", f"must be an integer >= 2, got {runs!r}")
+        runs = default.runs
+    batch = raw.get("batch", default.batch)
+    if not (is_int(batch) and batch >= 2 and batch % 2 == 0):
+        errs.add("audit.batch", f"must be an even integer >= 2, got {batch!r}")
+        batch = default.batch
+    elif "runs" in raw or "batch" in raw:
+        _check_runs(errs, "audit.runs", runs, batch)
+    return AuditSettings(float(alpha), int(runs), int(batch))
+
+
+def _check_runs(errs: Errors, path: str, runs: Any, batch: int) -> int | None:
+    if not (is_int(runs) and runs >= 2):
+        errs.add(path, f"must be an integer >= 2, got {runs!r}")
+        return None
+    if batch > runs or runs % batch:
+        errs.add(path, f"must be a multiple of audit.batch = {batch} (runs per cell, at most "
+                       f"runs), got {runs!r}; allowed: {batch}, {2 * batch}, {3 * batch}, ...")
+        return None
+    return int(runs)
+
+
+def _canaries(errs: Errors, path: str, raw: Any) -> tuple[str, ...]:
+    allowed = _allowed_canaries()
+    if raw is None:
+        return allowed
+    if not isinstance(raw, list) or not raw:
+        errs.add(path, f"must be a non-empty list of canaries; allowed: {', '.join(allowed)}")
+        return ()
+    out: list[str] = []
+    for i, c in enumerate(raw):
+        if c not in allowed:
+            errs.add(f"{path}[{i}]", f"unknown canary {c!r}; allowed: {', '.join(allowed)}")
+        elif c in out:
+            errs.add(f"{path}[{i}]", f"duplicate canary {c!r}")
+        else:
+            out.append(c)
+    return tuple(out)
+
+
+def _grid(errs: Errors, path: str, raw: Any, kinds: set[str]) -> dict[str, list[Any]]:
+    if not isinstance(raw, dict):
+        errs.add(path, "required mapping of axis names (n, p, epsilon, delta) to lists of values")
+        return {}
+    for axis in raw:
+        if axis not in AUDIT_AXES:
+            errs.add(f"{path}.{axis}", f"unknown audit axis; allowed: {', '.join(AUDIT_AXES)}")
+    raw = {"n": list(DEFAULT_N), **raw}
+    for axis in ("p", "epsilon"):
+        if axis not in raw:
+            errs.add(f"{path}.{axis}", "required axis is missing")
+    if "delta" not in raw:
+        if "approx" in kinds:
+            errs.add(f"{path}.delta", "required: the audit has (ε, δ) mechanisms")
+        raw["delta"] = [0.0]
+    grid: dict[str, list[Any]] = {}
+    for axis in AUDIT_AXES:
+        if axis in raw:
+            vals = check_axis(errs, f"{path}.{axis}", axis, raw[axis])
+            if vals is not None:
+                grid[axis] = vals
+    return grid
+
+
+def _resolved(errs: Errors, path: str, entries: list[tuple[str, str, dict[str, Any], type]],
+              ) -> list[Any]:
+    """PluginSpecs with every default filled in (parameters checked by instantiating)."""
+    out = []
+    for lab, nm, params, cls in entries:
+        try:
+            out.append(AlgorithmSpec(lab, nm, cls(**params).get_params(), cls))
+        except UserInputError as exc:
+            errs.add(f"{path}[{lab}].params", str(exc))
+    return out
+
+
+def _validate_audit(errs: Errors, path: str, raw: Any, settings: AuditSettings,
+                    ) -> AuditSpec | None:
+    if not isinstance(raw, dict):
+        errs.add(path, "must be a mapping with name, algorithms, problems, canaries and grid")
+        return None
+    n_before = len(errs.items)
+    check_keys(errs, path, raw, _AUDIT_KEYS)
+    name = raw.get("name")
+    if not (isinstance(name, str) and IDENT.match(name)):
+        errs.add(f"{path}.name", f"required identifier (letters, digits, _ . -), got {name!r}")
+    algos = labelled(errs, f"{path}.algorithms", raw.get("algorithms"), "algorithms", "algorithm",
+                      _ALGO_KEYS)
+    probs = labelled(errs, f"{path}.problems", raw.get("problems"), "problems", "problem",
+                      _PROB_KEYS)
+    kinds = {privacy_of(cls, params) for _, _, params, cls in algos}
+    grid = _grid(errs, f"{path}.grid", raw.get("grid"), kinds)
+    for lab, nm, params, cls in algos:
+        privacy = privacy_of(cls, params)
+        if privacy == "none":
+            errs.add(f"{path}.algorithms[{lab}]", f"{nm} is a non-private reference; there is no "
+                     "privacy claim to audit (allowed: algorithms with privacy pure or approx)")
+        check_privacy_kind(errs, f"{path}.algorithms[{lab}]", nm, privacy, grid.get("delta", []))
+    canaries = _canaries(errs, f"{path}.canaries", raw.get("canaries"))
+    runs: int | None = settings.runs
+    if "runs" in raw:
+        runs = _check_runs(errs, f"{path}.runs", raw["runs"], settings.batch)
+    expect = raw.get("expect", "private")
+    if expect not in EXPECT_VALUES:
+        errs.add(f"{path}.expect", f"got {expect!r}; allowed: {', '.join(EXPECT_VALUES)}")
+    algo_specs = _resolved(errs, f"{path}.algorithms", algos)
+    prob_specs = _resolved(errs, f"{path}.problems", probs)
+    if len(errs.items) > n_before or runs is None:
+        return None
+    return AuditSpec(name, str(raw.get("description", "")), tuple(algo_specs), tuple(prob_specs),
+                     canaries, {a: grid[a] for a in AUDIT_AXES}, runs, settings.batch, str(expect))
+
+
+def validate_audits(errs: Errors, raw: Mapping[str, Any],
+                    ) -> tuple[AuditSettings | None, tuple[AuditSpec, ...]]:
+    """Validate a suite's ``audit:`` and ``audits:``; errors go to ``errs`` (all of them)."""
+    if "audits" not in raw:
+        if "audit" in raw:
+            errs.add("audit", "settings without audits: add an audits: list or remove audit:")
+        return None, ()
+    settings = _settings(errs, raw.get("audit"))
+    entries = raw.get("audits")
+    if not isinstance(entries, list) or not entries:
+        errs.add("audits", "must be a non-empty list of audits (name, algorithms, problems, "
+                           "canaries, grid)")
+        return settings, ()
+    out: list[AuditSpec] = []
+    names: set[str] = set()
+    for i, entry in enumerate(entries):
+        spec = _validate_audit(errs, f"audits[{i}]", entry, settings)
+        if spec is None:
+            continue
+        if spec.name in names:
+            errs.add(f"audits[{i}].name", f"duplicate audit name {spec.name!r}")
+            continue
+        names.add(spec.name)
+        out.append(spec)
+    return settings, tuple(out)
+
+
+def n_audit_points(audits: tuple[AuditSpec, ...]) -> int:
+    """Points of the audits before applicability (the upper bound of the multiplicity)."""
+    return sum(math.prod(a.point_shape) for a in audits)

@@ -1,0 +1,568 @@
+"""Where tasks run: in-process, a LocalCluster (the embedded default), an existing scheduler, or a
+cluster built from a profile file.
+
+Precedence (first match wins; ``docs/clusters.md``):
+
+1. ``--scheduler ADDRESS`` -> ``Client(address)``;
+2. ``--scheduler-file FILE`` -> ``Client(scheduler_file=FILE)`` (the JSON a ``dask scheduler
+   --scheduler-file`` writes; needs a file system shared with the scheduler);
+3. ``DASK_SCHEDULER_ADDRESS`` in the environment;
+4. ``--cluster PROFILE.yaml`` -> a cluster manager built from the profile;
+5. a LocalCluster with one single-threaded worker process per core (or ``--workers N``).
+
+``--workers 0`` (without 1-4) runs inline, without dask (for debugging).
+
+A profile names a cluster-manager class the dask-ctl way::
+
+    version: 1                      # optional
+    description: ...                # optional, free text
+    cluster:
+      module: dask.distributed      # any importable module
+      class: LocalCluster
+      kwargs: {n_workers: 2, threads_per_worker: 1}
+    scale: {jobs: 4}                # optional: cluster.scale(**scale)
+    adapt: {minimum_jobs: 0, maximum_jobs: 20}   # optional: cluster.adapt(**adapt)
+    dask_config: {distributed.scheduler.allowed-failures: 5}   # optional dask.config.set
+
+:func:`load_profile` validates a profile like a suite: every error is collected and reported
+together as ``file: field.path: message; allowed: ...``. For dask-jobqueue classes it also checks
+that the worker ``--lifetime`` (plus ``--lifetime-stagger``) is set and shorter than the job's
+``walltime``, so workers retire gracefully instead of being killed mid-task.
+:func:`render_profile` shows what a profile would start without starting it (the batch job
+script, the Kubernetes ``DaskCluster`` manifest, or a LocalCluster summary).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib
+import inspect
+import json
+import os
+import re
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from ..core.errors import UserInputError, did_you_mean
+from .validation import Errors, is_int
+
+_PROFILE_KEYS = ("version", "description", "cluster", "scale", "adapt", "dask_config")
+_CLUSTER_KEYS = ("module", "class", "kwargs")
+
+#: Families of cluster managers: which ``scale``/``adapt`` keys each accepts.
+_SCALE_KEYS = {
+    "jobqueue": ("jobs", "n", "memory", "cores"),
+    "kubernetes": ("n", "worker_group"),
+    "generic": ("n", "memory", "cores"),
+}
+_ADAPTIVE_KEYS = ("interval", "wait_count", "target_duration")
+_ADAPT_KEYS = {
+    "jobqueue": ("minimum_jobs", "maximum_jobs", "minimum", "maximum", "minimum_cores",
+                 "maximum_cores", "minimum_memory", "maximum_memory", *_ADAPTIVE_KEYS),
+    "kubernetes": ("minimum", "maximum"),
+    "generic": ("minimum", "maximum", "minimum_cores", "maximum_cores", "minimum_memory",
+                "maximum_memory", *_ADAPTIVE_KEYS),
+}
+#: The pip extra that provides each optional cluster-manager package.
+_EXTRAS = {"dask_jobqueue": "slurm", "dask_kubernetes": "kubernetes"}
+_K8S_RESOURCE_KEYS = ("requests", "limits")
+#: Constructor arguments that make no sense in a YAML file (not offered as allowed values).
+_INTERNAL_KWARGS = frozenset({"loop", "asynchronous", "job_cls", "scheduler_cls", "worker_class"})
+
+
+class ProfileError(UserInputError):
+    """A cluster profile failed validation; ``problems`` lists every error found."""
+
+    def __init__(self, source: str | Path, problems: list[str]):
+        self.source = str(source)
+        self.problems = list(problems)
+        lines = "\n".join(f"{self.source}: {p}" for p in self.problems)
+        head = f"{len(self.problems)} errors in the cluster profile:\n" if len(problems) > 1 else ""
+        super().__init__(head + lines)
+
+
+@dataclass(frozen=True)
+class Profile:
+    """A validated cluster profile (see the module docstring for the file format)."""
+
+    module: str
+    cls: str
+    kwargs: dict[str, Any]
+    scale: dict[str, Any] | None
+    adapt: dict[str, Any] | None
+    dask_config: dict[str, Any]
+    description: str = ""
+
+    @property
+    def family(self) -> str:
+        """``jobqueue``, ``kubernetes`` or ``generic`` (decides the valid scale/adapt keys)."""
+        return _family(self.module)
+
+
+def _family(module: str) -> str:
+    root = module.split(".")[0]
+    return {"dask_jobqueue": "jobqueue", "dask_kubernetes": "kubernetes"}.get(root, "generic")
+
+
+# --- durations ---------------------------------------------------------------------------------
+
+def parse_walltime(value: Any, family_unit: str = "minutes") -> float:
+    """Seconds in a batch walltime: ``D-HH:MM:SS``, ``HH:MM:SS``, ``MM:SS``, or a bare number
+    (SLURM reads minutes, PBS seconds: ``family_unit``). Raises ``ValueError`` when malformed."""
+    text = str(value).strip()
+    m = re.fullmatch(r"(?:(\d+)-)?(\d+(?::\d+){0,2})", text)
+    if not m:
+        raise ValueError(f"{value!r} is not a walltime; allowed: HH:MM:SS, D-HH:MM:SS, MM:SS")
+    days = int(m.group(1) or 0)
+    parts = [int(p) for p in m.group(2).split(":")]
+    if len(parts) == 1 and not m.group(1):
+        return parts[0] * (60.0 if family_unit == "minutes" else 1.0)
+    while len(parts) < 3:  # SLURM: D-HH, D-HH:MM; MM:SS otherwise
+        parts = parts + [0] if m.group(1) else [0, *parts]
+    h, mi, s = parts
+    return float(days * 86400 + h * 3600 + mi * 60 + s)
+
+
+def _option_value(args: list[Any], flag: str) -> str | None:
+    """The value of ``flag`` in a worker argument list (``[flag, v]`` or ``[f"{flag}=v"]``)."""
+    for i, a in enumerate(args):
+        a = str(a)
+        if a == flag and i + 1 < len(args):
+            return str(args[i + 1])
+        if a.startswith(flag + "="):
+            return a.split("=", 1)[1]
+    return None
+
+
+def worker_lifetime(kwargs: Mapping[str, Any]) -> tuple[float | None, float]:
+    """``(lifetime, stagger)`` in seconds from a jobqueue profile's ``worker_extra_args``."""
+    from dask.utils import parse_timedelta
+
+    args = list(kwargs.get("worker_extra_args") or [])
+    life, stagger = _option_value(args, "--lifetime"), _option_value(args, "--lifetime-stagger")
+    return (None if life is None else parse_timedelta(life, default="s"),
+            0.0 if stagger is None else parse_timedelta(stagger, default="s"))
+
+
+# --- validation --------------------------------------------------------------------------------
+
+def _import_class(module: str, cls: str) -> type | None:
+    try:
+        obj = getattr(importlib.import_module(module), cls)
+    except (ImportError, AttributeError):
+        return None
+    return obj if inspect.isclass(obj) else None
+
+
+def _init_params(cls: type) -> tuple[set[str], bool]:
+    """Named parameters of ``cls.__init__`` and whether it also takes ``**kwargs``."""
+    try:
+        params = inspect.signature(cls.__init__).parameters.values()
+    except (TypeError, ValueError):
+        return set(), True
+    names = {p.name for p in params if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)}
+    return names - {"self"}, any(p.kind is p.VAR_KEYWORD for p in params)
+
+
+def _mro_params(cls: type) -> set[str] | None:
+    """Keyword arguments ``cls`` accepts, following ``**kwargs`` up its bases; None if open."""
+    names: set[str] = set()
+    for klass in cls.__mro__:
+        if klass is object:
+            return None
+        if "__init__" not in vars(klass):
+            continue
+        own, open_ = _init_params(klass)
+        names |= own
+        if not open_:
+            return names
+    return None
+
+
+def accepted_kwargs(cls: type) -> set[str] | None:
+    """Keyword arguments a cluster-manager class accepts, or ``None`` when it cannot be known.
+
+    dask-jobqueue clusters forward ``**job_kwargs`` to their ``job_cls``; LocalCluster forwards
+    ``**worker_kwargs`` to its worker (``Nanny``/``Worker``); otherwise ``**kwargs`` go to the
+    base classes.
+    """
+    own, open_ = _init_params(cls)
+    if not open_:
+        return own
+    job_cls = getattr(cls, "job_cls", None)
+    if inspect.isclass(job_cls):
+        job = _mro_params(job_cls)
+        return None if job is None else own | job - {"scheduler"}
+    from distributed import LocalCluster, Nanny, Worker
+
+    if issubclass(cls, LocalCluster):
+        return own | _init_params(Nanny)[0] | _init_params(Worker)[0]
+    return _mro_params(cls)
+
+
+def _check_kwargs(errs: Errors, module: str, clsname: str, kwargs: Mapping[str, Any]) -> None:
+    cls = _import_class(module, clsname)
+    allowed = accepted_kwargs(cls) if cls is not None else None
+    if allowed is not None:
+        errs.unknown_keys("cluster.kwargs", kwargs, tuple(sorted(allowed - _INTERNAL_KWARGS)),
+                          f"unknown keyword argument of {clsname}")
+    family = _family(module)
+    if family == "jobqueue":
+        _check_jobqueue(errs, module, clsname, kwargs)
+    elif family == "kubernetes":
+        _check_kubernetes(errs, kwargs)
+
+
+def _check_jobqueue(errs: Errors, module: str, clsname: str, kw: Mapping[str, Any]) -> None:
+    """Per-job sizing (one thread per worker) and a worker lifetime shorter than the walltime."""
+    from dask.utils import parse_bytes
+
+    for k in ("cores", "processes"):
+        if k not in kw:
+            errs.add(f"cluster.kwargs.{k}", "required for a dask-jobqueue profile (per job)")
+        elif not is_int(kw[k]) or kw[k] < 1:
+            errs.add(f"cluster.kwargs.{k}", f"must be an integer >= 1, got {kw[k]!r}")
+    cores, procs = kw.get("cores"), kw.get("processes")
+    if is_int(cores) and is_int(procs) and cores >= 1 and procs >= 1 and cores != procs:
+        errs.add("cluster.kwargs.processes", f"cores={cores}, processes={procs} gives "
+                 f"{cores // procs} thread(s) per worker; dpbench cells are single-threaded "
+                 f"(BLAS pinned): set processes equal to cores; allowed: processes: {cores}")
+    if "memory" not in kw:
+        errs.add("cluster.kwargs.memory", "required for a dask-jobqueue profile (per job), "
+                 "e.g. '16GB'")
+    else:
+        try:
+            parse_bytes(str(kw["memory"]))
+        except (ValueError, TypeError):
+            errs.add("cluster.kwargs.memory", f"{kw['memory']!r} is not a memory size; "
+                     "allowed: e.g. '16GB', '120GiB'")
+    for k in ("worker_extra_args", "job_extra_directives", "job_script_prologue",
+              "job_directives_skip"):
+        if k in kw and not (isinstance(kw[k], list) and all(isinstance(a, str) for a in kw[k])):
+            errs.add(f"cluster.kwargs.{k}", "must be a list of strings")
+    _check_lifetime(errs, clsname, kw)
+
+
+def _check_lifetime(errs: Errors, clsname: str, kw: Mapping[str, Any]) -> None:
+    hint = 'e.g. worker_extra_args: ["--lifetime", "55m", "--lifetime-stagger", "4m"]'
+    if "walltime" not in kw:
+        errs.add("cluster.kwargs.walltime", "required for a dask-jobqueue profile (the worker "
+                 "lifetime is checked against it), e.g. '01:00:00'")
+        wall = None
+    else:
+        try:
+            wall = parse_walltime(kw["walltime"], "minutes" if "SLURM" in clsname else "seconds")
+        except ValueError as exc:
+            errs.add("cluster.kwargs.walltime", str(exc))
+            wall = None
+    if not isinstance(kw.get("worker_extra_args", []), list):
+        return
+    try:
+        life, stagger = worker_lifetime(kw)
+    except (ValueError, TypeError, KeyError):
+        errs.add("cluster.kwargs.worker_extra_args", "--lifetime/--lifetime-stagger value is not "
+                 "a duration; allowed: durations such as 50m, 3000s, 1h")
+        return
+    if life is None:
+        errs.add("cluster.kwargs.worker_extra_args", "no worker --lifetime: the batch system "
+                 "would kill workers at the walltime mid-task; set a lifetime shorter than "
+                 f"walltime, {hint}")
+    elif wall is not None and life + stagger >= wall:
+        errs.add("cluster.kwargs.worker_extra_args", f"worker --lifetime {life:g} s "
+                 f"+ --lifetime-stagger {stagger:g} s must be shorter than walltime "
+                 f"{kw['walltime']} ({wall:g} s), so workers retire before the job is killed; "
+                 f"{hint}")
+
+
+def _check_kubernetes(errs: Errors, kw: Mapping[str, Any]) -> None:
+    if "custom_cluster_spec" in kw:
+        return
+    for k in ("name", "image"):
+        if not isinstance(kw.get(k), str) or not kw[k]:
+            errs.add(f"cluster.kwargs.{k}", "required string for a Kubernetes profile")
+    if "n_workers" in kw and not (is_int(kw["n_workers"]) and kw["n_workers"] >= 0):
+        errs.add("cluster.kwargs.n_workers", f"must be an integer >= 0, got {kw['n_workers']!r}")
+    res = kw.get("resources")
+    if res is not None:
+        if not isinstance(res, dict):
+            errs.add("cluster.kwargs.resources", "must be a mapping with requests and/or limits")
+        else:
+            errs.unknown_keys("cluster.kwargs.resources", res, _K8S_RESOURCE_KEYS)
+
+
+def _check_scaling(errs: Errors, family: str, scale: Any, adapt: Any) -> None:
+    if scale is not None and adapt is not None:
+        errs.add("scale", "give scale (a fixed size) or adapt (adaptive), not both")
+    for key, allowed in (("scale", _SCALE_KEYS[family]), ("adapt", _ADAPT_KEYS[family])):
+        block = scale if key == "scale" else adapt
+        if not isinstance(block, dict):
+            continue
+        errs.unknown_keys(key, block, allowed)
+        for k, v in block.items():
+            if k in ("jobs", "n", "minimum_jobs", "maximum_jobs", "minimum", "maximum") \
+                    and not (is_int(v) and v >= 0):
+                errs.add(f"{key}.{k}", f"must be an integer >= 0, got {v!r}")
+        for lo, hi in (("minimum_jobs", "maximum_jobs"), ("minimum", "maximum")):
+            a, b = block.get(lo), block.get(hi)
+            if is_int(a) and is_int(b) and a > b:
+                errs.add(f"{key}.{lo}", f"{a} is larger than {key}.{hi} = {b}")
+
+
+def _dask_config_keys() -> set[str]:
+    import dask
+    import distributed  # noqa: F401  (registers the distributed.* defaults)
+
+    out: set[str] = set()
+
+    def walk(prefix: str, node: Any) -> None:
+        if isinstance(node, dict) and node:
+            for k, v in node.items():
+                walk(f"{prefix}.{k}" if prefix else str(k), v)
+        else:
+            out.add(prefix)
+    walk("distributed", dask.config.config.get("distributed", {}))
+    return out
+
+
+def _check_dask_config(errs: Errors, cfg: Mapping[str, Any]) -> None:
+    """Keys under ``distributed.`` must exist in distributed's defaults (typos are silent)."""
+    known = _dask_config_keys()
+    for key in cfg:
+        canon = str(key).replace("_", "-")
+        if not canon.startswith("distributed."):
+            continue
+        if canon not in known and not any(k.startswith(canon + ".") for k in known):
+            near = [k for k in known if k.rsplit(".", 1)[0] == canon.rsplit(".", 1)[0]]
+            errs.add(f"dask_config.{key}", f"not a distributed config key"
+                     f"{did_you_mean(canon, known)}"
+                     + (f"; allowed: {', '.join(sorted(near))}" if near else ""))
+
+
+def _validate(raw: Any, errs: Errors) -> Profile | None:
+    if not isinstance(raw, dict) or "cluster" not in raw:
+        errs.add("", "a profile is a mapping with a 'cluster' field (module, class, kwargs)")
+        return None
+    errs.unknown_keys("", raw, _PROFILE_KEYS)
+    if "version" in raw and raw["version"] != 1:
+        errs.add("version", f"unsupported version {raw['version']!r}; allowed: 1")
+    for k in ("scale", "adapt", "dask_config"):
+        if raw.get(k) is not None and not isinstance(raw[k], dict):
+            errs.add(k, "must be a mapping")
+    c = raw["cluster"]
+    if not isinstance(c, dict):
+        errs.add("cluster", "must be a mapping with module, class, kwargs")
+        return None
+    errs.unknown_keys("cluster", c, _CLUSTER_KEYS)
+    for k in ("module", "class"):
+        if not isinstance(c.get(k), str):
+            errs.add(f"cluster.{k}", "required string")
+    kwargs = c.get("kwargs", {}) or {}
+    if not isinstance(kwargs, dict):
+        errs.add("cluster.kwargs", "must be a mapping")
+        kwargs = {}
+    if errs.items and not all(isinstance(c.get(k), str) for k in ("module", "class")):
+        return None
+    _check_kwargs(errs, c["module"], c["class"], kwargs)
+    _check_scaling(errs, _family(c["module"]), raw.get("scale"), raw.get("adapt"))
+    if isinstance(raw.get("dask_config"), dict):
+        _check_dask_config(errs, raw["dask_config"])
+    return Profile(c["module"], c["class"], kwargs, raw.get("scale"), raw.get("adapt"),
+                   raw.get("dask_config") or {}, str(raw.get("description") or ""))
+
+
+def load_profile(path: str | Path) -> Profile:
+    """Read and validate a cluster profile.
+
+    Raises :class:`ProfileError` listing every problem (``file: field.path: message; allowed:
+    ...``). Keyword arguments are checked against the class's signature when it can be imported;
+    a class that cannot be imported is reported by :func:`cluster_class`, not here.
+    """
+    path = Path(path)
+    try:
+        raw = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise ProfileError(path, [f"cannot read the cluster profile: {exc.strerror or exc}"]) \
+            from None
+    except yaml.YAMLError as exc:
+        raise ProfileError(path, [f"malformed YAML: {exc}"]) from None
+    errs = Errors()
+    prof = _validate(raw, errs)
+    if errs.items or prof is None:
+        raise ProfileError(path, errs.items)
+    return prof
+
+
+def cluster_class(prof: Profile, source: str | Path) -> type:
+    """The cluster-manager class a profile names (a clear error if it cannot be imported)."""
+    try:
+        return getattr(importlib.import_module(prof.module), prof.cls)
+    except (ImportError, AttributeError) as exc:
+        extra = _EXTRAS.get(prof.module.split(".")[0])
+        hint = (f"install it with pip install 'dp-ratebench[{extra}]'" if extra
+                else "is the optional extra installed?")
+        raise UserInputError(f"{source}: cluster: cannot load {prof.module}.{prof.cls}: {exc} "
+                             f"({hint})") from None
+
+
+# --- scheduler file ----------------------------------------------------------------------------
+
+def check_scheduler_file(path: str | Path) -> str:
+    """The scheduler address in a dask scheduler file (JSON with ``address``); a clear
+    :class:`UserInputError` when the file is missing or malformed."""
+    path = Path(path)
+    try:
+        info = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise UserInputError(f"--scheduler-file {path}: no such file (start the scheduler with "
+                             "dask scheduler --scheduler-file FILE on a shared file system)") \
+            from None
+    except OSError as exc:
+        raise UserInputError(f"--scheduler-file {path}: cannot read: {exc.strerror or exc}") \
+            from None
+    except json.JSONDecodeError as exc:
+        raise UserInputError(f"--scheduler-file {path}: not a dask scheduler file "
+                             f"(malformed JSON: {exc})") from None
+    if not isinstance(info, dict) or not isinstance(info.get("address"), str):
+        raise UserInputError(f"--scheduler-file {path}: not a dask scheduler file "
+                             "(a JSON object with an 'address' field)")
+    return info["address"]
+
+
+def check_cluster_source(scheduler: str | None, scheduler_file: str | Path | None) -> None:
+    """Reject contradictory options and unusable scheduler files before anything is written."""
+    if scheduler is not None and scheduler_file is not None:
+        raise UserInputError("give --scheduler ADDRESS or --scheduler-file FILE, not both")
+    if scheduler_file is not None:
+        check_scheduler_file(scheduler_file)
+
+
+# --- connecting --------------------------------------------------------------------------------
+
+def _local_cluster(workers: int | None) -> Any:
+    from distributed import LocalCluster
+
+    n = workers if workers is not None else (os.cpu_count() or 1)
+    return LocalCluster(n_workers=n, threads_per_worker=1, processes=True,
+                        dashboard_address=None, silence_logs=40)
+
+
+@contextlib.contextmanager
+def connect(scheduler: str | None = None, profile: str | Path | None = None,
+            workers: int | None = None, scheduler_file: str | Path | None = None,
+            ) -> Iterator[tuple[Any, str]]:
+    """Yield ``(client, description)``; ``client`` is ``None`` for inline execution.
+
+    Precedence: ``scheduler``, ``scheduler_file``, ``DASK_SCHEDULER_ADDRESS``, ``profile``,
+    a LocalCluster (``workers`` processes; ``0`` = inline).
+    """
+    if workers is not None and workers < 0:
+        raise UserInputError(f"--workers must be >= 0, got {workers}")
+    check_cluster_source(scheduler, scheduler_file)
+    if scheduler is None and scheduler_file is None:
+        scheduler = os.environ.get("DASK_SCHEDULER_ADDRESS") or None
+    if scheduler is None and scheduler_file is None and profile is None and workers == 0:
+        yield None, "inline (no dask)"
+        return
+    import dask
+    from distributed import Client
+
+    if scheduler is not None:
+        with Client(scheduler, timeout="30s") as client:
+            yield client, f"scheduler {scheduler}"
+        return
+    if scheduler_file is not None:
+        # DASK_SCHEDULER_ADDRESS is dask config "scheduler-address", which Client would prefer.
+        with dask.config.set({"scheduler-address": None}), \
+                Client(scheduler_file=str(scheduler_file), timeout="30s") as client:
+            yield client, f"scheduler {client.scheduler.address} (from {scheduler_file})"
+        return
+    if profile is not None:
+        prof = load_profile(profile)
+        with dask.config.set(prof.dask_config):
+            cls = cluster_class(prof, profile)
+            with cls(**prof.kwargs) as cluster:
+                if prof.scale:
+                    cluster.scale(**prof.scale)
+                if prof.adapt:
+                    cluster.adapt(**prof.adapt)
+                with Client(cluster) as client:
+                    yield client, f"{prof.module}.{prof.cls} from {profile}"
+        return
+    with _local_cluster(workers) as cluster, Client(cluster) as client:
+        n = len(cluster.workers)
+        yield client, f"LocalCluster ({n} worker process{'es' if n != 1 else ''} x 1 thread)"
+
+
+# --- rendering (dpbench profile) ---------------------------------------------------------------
+
+def _render_jobqueue(prof: Profile, cls: type) -> str:
+    """The batch job script, from a cluster object bound to this machine (no job is submitted:
+    jobs are only submitted by scale/adapt, which are never called here)."""
+    import dask
+
+    kwargs = dict(prof.kwargs)
+    opts = {k: v for k, v in (kwargs.pop("scheduler_options", None) or {}).items()
+            if k not in ("interface", "host", "dashboard_address")}
+    kwargs["scheduler_options"] = {**opts, "host": "127.0.0.1", "dashboard_address": ":0"}
+    with dask.config.set(prof.dask_config), cls(**kwargs) as cluster:
+        return cluster.job_script()
+
+
+def _render_kubernetes(prof: Profile) -> str:
+    """The ``DaskCluster`` manifest the dask-kubernetes operator would be given."""
+    from dask_kubernetes.operator import make_cluster_spec
+
+    spec = prof.kwargs.get("custom_cluster_spec")
+    if isinstance(spec, str):
+        spec = yaml.safe_load(Path(spec).read_text(encoding="utf-8"))
+    if spec is None:
+        params = inspect.signature(make_cluster_spec).parameters
+        spec = make_cluster_spec(**{k: v for k, v in prof.kwargs.items() if k in params})
+    return yaml.safe_dump(spec, sort_keys=False)
+
+
+def _scaling_text(prof: Profile) -> str:
+    if prof.adapt:
+        return f"adapt({', '.join(f'{k}={v!r}' for k, v in prof.adapt.items())})"
+    if prof.scale:
+        return f"scale({', '.join(f'{k}={v!r}' for k, v in prof.scale.items())})"
+    return "no scale/adapt: the class's own kwargs decide the size"
+
+
+def render_profile(path: str | Path) -> str:
+    """What a profile would start, without starting it: a summary followed by the dask-jobqueue
+    job script or the Kubernetes manifest. When the optional package for a known family is not
+    installed the summary says so (the profile was still validated structurally)."""
+    prof = load_profile(path)
+    lines = [f"{path}: OK — {prof.module}.{prof.cls}"]
+    if prof.description:
+        lines.append(f"  description: {prof.description}")
+    lines += [f"  kwargs: {json.dumps(prof.kwargs, default=str)}",
+              f"  scaling: {_scaling_text(prof)}",
+              f"  dask_config: {json.dumps(prof.dask_config, default=str)}"]
+    if prof.family == "jobqueue":
+        life, stagger = worker_lifetime(prof.kwargs)
+        lines.append(f"  worker lifetime: {life:g} s ± {stagger:g} s, walltime "
+                     f"{prof.kwargs['walltime']}")
+    root = prof.module.split(".")[0]
+    if prof.family != "generic" and _import_class(prof.module, prof.cls) is None:
+        lines.append(f"  (not rendered: {prof.module}.{prof.cls} cannot be imported; install "
+                     f"pip install 'dp-ratebench[{_EXTRAS[root]}]' to see the "
+                     f"{'job script' if prof.family == 'jobqueue' else 'DaskCluster manifest'})")
+        return "\n".join(lines)
+    cls = cluster_class(prof, path)
+    if prof.family == "jobqueue":
+        lines += ["", "# job script (scheduler address is a placeholder on this machine;"
+                  " nothing was submitted):", _render_jobqueue(prof, cls)]
+    elif prof.family == "kubernetes":
+        lines += ["", "# DaskCluster manifest (nothing was created):", _render_kubernetes(prof)]
+    else:
+        n = prof.kwargs.get("n_workers", os.cpu_count() or 1)
+        lines.append(f"  would start {prof.cls} with {n} worker(s) x "
+                     f"{prof.kwargs.get('threads_per_worker', 'default')} thread(s) on this "
+                     "machine")
+    return "\n".join(lines)

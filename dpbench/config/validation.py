@@ -1,0 +1,163 @@
+"""One validation toolkit for every configuration file: suites (:mod:`dpbench.config.suite`), audit
+specs (:mod:`dpbench.config.audit`) and cluster profiles (:mod:`dpbench.config.cluster`).
+
+Each validator walks its input once, adds every problem it finds to one :class:`Errors`
+collector (a path such as ``experiments[2].grid.n[0]`` and a message naming the allowed values),
+and raises a single user-input error listing all of them at the end.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from ..core import registry
+from ..core.errors import UserInputError, did_you_mean
+
+IDENT = re.compile(r"^[A-Za-z][A-Za-z0-9_.\-]*$")
+
+
+@dataclass(frozen=True)
+class PluginSpec:
+    """A problem or algorithm variant of an experiment: coordinate label, registry name, class and
+    fixed parameters (defaults filled in)."""
+
+    label: str
+    name: str
+    params: dict[str, Any]
+    cls: type[Any]
+
+    def build(self, axis_values: Mapping[str, Any]) -> Any:
+        """The instance at a grid point: fixed parameters plus the extra axes it declares."""
+        own = {k: v for k, v in axis_values.items() if k in self.cls.params}
+        return self.cls(**self.params, **own)
+
+
+ProblemSpec = PluginSpec
+AlgorithmSpec = PluginSpec
+
+
+class Errors:
+    """Collects every problem of one input as ``path: message`` lines."""
+
+    def __init__(self) -> None:
+        self.items: list[str] = []
+
+    def add(self, path: str, msg: str) -> None:
+        self.items.append(f"{path}: {msg}" if path else msg)
+
+    def unknown_keys(self, path: str, obj: Mapping[str, Any], allowed: tuple[str, ...],
+                     what: str = "unknown field") -> None:
+        for k in obj:
+            if k not in allowed:
+                self.add(f"{path}.{k}" if path else str(k),
+                         f"{what}{did_you_mean(str(k), allowed)}; allowed: {', '.join(allowed)}")
+
+
+def check_keys(errs: Errors, path: str, obj: Mapping[str, Any], allowed: tuple[str, ...]) -> None:
+    errs.unknown_keys(path, obj, allowed)
+
+
+def is_int(v: Any) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
+def is_real(v: Any) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool)
+
+
+def check_axis(errs: Errors, path: str, axis: str, values: Any) -> list[Any] | None:
+    if not isinstance(values, list):
+        values = [values]
+    if not values:
+        errs.add(path, "empty grid; give at least one value")
+        return None
+    ok = True
+    for i, v in enumerate(values):
+        where = f"{path}[{i}]"
+        if axis == "n" and not (is_int(v) and v >= 2):
+            errs.add(where, f"n must be an integer >= 2, got {v!r}"); ok = False
+        elif axis == "p" and not (is_int(v) and v >= 1):
+            errs.add(where, f"p must be an integer >= 1, got {v!r}"); ok = False
+        elif axis == "epsilon" and not (is_real(v) and math.isfinite(v) and v > 0):
+            errs.add(where, f"epsilon must be a finite number > 0, got {v!r}"); ok = False
+        elif axis == "delta" and not (is_real(v) and 0 <= v < 1):
+            errs.add(where, f"delta must be a number in [0, 1), got {v!r}"); ok = False
+    if len(set(map(repr, values))) != len(values):
+        errs.add(path, f"duplicate values in {values!r}"); ok = False
+    if not ok:
+        return None
+    if axis in ("epsilon", "delta"):
+        return [float(v) for v in values]
+    return list(values)
+
+
+def plugin_class(errs: Errors, path: str, kind: str, name: Any) -> type | None:
+    if not isinstance(name, str):
+        errs.add(path, f"must be the name of a registered {kind[:-1]}, got {name!r}")
+        return None
+    try:
+        return registry.get(kind, name)
+    except UserInputError as exc:
+        errs.add(path, str(exc))
+        return None
+
+
+def labelled(errs: Errors, path: str, entries: Any, kind: str, key: str,
+              keys: tuple[str, ...]) -> list[tuple[str, str, dict[str, Any], type]]:
+    out: list[tuple[str, str, dict[str, Any], type]] = []
+    if not isinstance(entries, list) or not entries:
+        errs.add(path, f"must be a non-empty list of {kind}")
+        return out
+    labels: set[str] = set()
+    for i, entry in enumerate(entries):
+        where = f"{path}[{i}]"
+        if isinstance(entry, str):
+            entry = {key: entry}
+        if not isinstance(entry, dict):
+            errs.add(where, f"must be a mapping with '{key}', 'label' and 'params'")
+            continue
+        check_keys(errs, where, entry, keys)
+        if key not in entry:
+            errs.add(where, f"missing field '{key}'")
+            continue
+        cls = plugin_class(errs, f"{where}.{key}", kind, entry[key])
+        label = entry.get("label", entry[key])
+        if not (isinstance(label, str) and IDENT.match(label)):
+            errs.add(f"{where}.label", f"must be an identifier (letters, digits, _ . -), got {label!r}")
+            continue
+        if label in labels:
+            errs.add(f"{where}.label", f"duplicate label {label!r}; labels must be unique")
+            continue
+        labels.add(label)
+        params = entry.get("params", {}) or {}
+        if not isinstance(params, dict):
+            errs.add(f"{where}.params", f"must be a mapping of parameter names to values, got {params!r}")
+            continue
+        if cls is not None:
+            out.append((label, entry[key], params, cls))
+    return out
+
+
+def privacy_of(cls: type, params: Mapping[str, Any]) -> str:
+    """The privacy kind of a configured algorithm (class default if the parameters are invalid:
+    that error is reported where the parameters are validated)."""
+    try:
+        return str(cls(**params).privacy)
+    except Exception:
+        return str(cls.privacy)
+
+
+def check_privacy_kind(errs: Errors, path: str, name: str, privacy: str,
+                       deltas: list[float]) -> None:
+    """A pure mechanism needs delta 0 and an (ε, δ) one delta > 0 at every grid point."""
+    if privacy == "pure" and any(d != 0 for d in deltas):
+        errs.add(path, f"{name} is a pure ε-DP mechanism but grid.delta is {deltas}; allowed: "
+                 "delta: [0]. Put pure and (ε, δ) mechanisms in separate experiments (they see "
+                 "the same data seeds, so comparisons stay paired)")
+    if privacy == "approx" and any(d == 0 for d in deltas):
+        errs.add(path, f"{name} is an (ε, δ)-DP mechanism but grid.delta contains 0; allowed: "
+                 "values in (0, 1)")

@@ -1,0 +1,161 @@
+"""Worst-case neighbouring pairs (canaries) for the privacy audit.
+
+A :class:`NeighbourPair` is two replace-one neighbours D, D′ (same n, exactly one row differs)
+and a unit score direction fixed BEFORE any mechanism run; the audit scores a release θ by
+⟨θ, direction⟩. Everything here is a function of the problem's generated data only (the auditor
+is not private, so it may solve the non-private problem), never of mechanism outputs.
+
+Canaries (docs/audit.md, 'How the auditor works'; Jagielski, Ullman, Oprea 2020 for
+poisoning-style canaries; Nasr et al. 2021 for worst-case neighbours):
+
+* ``sphere`` — D = the generated rows with row 0 replaced by the canary c = r·u, where r is the
+  data norm (max row norm of the generated data: the radius of the data universe for the
+  sphere-type generators) and u the unit direction of the non-private optimum θ̂* of D's OTHER
+  rows (``problem.solve``; e₁ when θ̂* = 0); labels: y = +1. D′ replaces the canary by its
+  negation −c (same label). The negation, not a base row, is used: it maximises ‖c − c′‖ = 2r,
+  the replace-one worst case of a Lipschitz gradient bound, and it pushes the optimum against the
+  rest of the data.
+* ``label_flip`` — D as for ``sphere``; D′ keeps the canary's features and flips its label
+  (needs a labelled problem). For margin losses φ(y⟨θ, x⟩) this pair has the same losses as
+  ``sphere``'s (−x with y ≡ x with −y); it differs for other labelled losses.
+* ``lower_bound`` — the problem's own generated data, D′ with row 0 negated (labels kept): the
+  construction of the BST14 lower-bound instances and of the check harness
+  (:func:`negated_row_pair`, shared with :mod:`dpbench.testing`).
+* ``outlier`` — like ``sphere`` with the canary at norm ``OUTLIER_FACTOR``·r, far outside the
+  declared data norm. No mechanism is private for such a record unless it enforces the bound
+  itself, so the canary applies only to algorithms declaring ``clips_gradients = True``
+  (:func:`canary_not_applicable_reason`); it catches a removed clipping step.
+
+Score direction: the unit vector of θ̂*(D′) − θ̂*(D) (both non-private optima, output
+independent); the canary's own direction when the optima coincide (e.g. both on the same
+boundary point), e₁ as a last resort.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from .algorithm import Algorithm
+from .errors import NotApplicable
+from .problem import Dataset, Problem
+
+__all__ = ["CANARIES", "OUTLIER_FACTOR", "NeighbourPair", "canary_not_applicable_reason",
+           "negated_row_pair", "neighbouring_pair"]
+
+CANARIES: tuple[str, ...] = ("sphere", "label_flip", "lower_bound", "outlier")
+
+#: Norm of the ``outlier`` canary, in multiples of the data norm.
+OUTLIER_FACTOR = 1000.0
+
+
+@dataclass(frozen=True)
+class NeighbourPair:
+    """Replace-one neighbours D (``d0``), D′ (``d1``) and the fixed unit score direction."""
+
+    d0: Dataset
+    d1: Dataset
+    direction: np.ndarray
+    canary: str
+    description: str
+
+
+def _unit(v: np.ndarray) -> np.ndarray | None:
+    norm = float(np.linalg.norm(v))
+    return v / norm if norm > 1e-12 and np.isfinite(norm) else None
+
+
+def negated_row_pair(data: Dataset, row: int = 0) -> tuple[Dataset, Dataset]:
+    """(D, D′) with D′ = D with ``row`` replaced by its negation, labels kept.
+
+    Raises :class:`NotApplicable` when the row is zero (its negation is the same point). Used by
+    the ``lower_bound`` canary and by :func:`dpbench.testing.audit_epsilon`.
+    """
+    if not np.any(data.X[row] != 0):
+        raise NotApplicable(
+            f"row {row} of the audit dataset is zero, so its negation is not a different "
+            "universe point; audit on another problem")
+    y = None if data.y is None else data.y[row]
+    return data, data.replace_row(row, -data.X[row], y)
+
+
+def canary_not_applicable_reason(algorithm: Algorithm, canary: str) -> str | None:
+    """Why ``canary`` cannot audit ``algorithm`` (None when it can): ``outlier`` needs an
+    algorithm that declares it clips per-example gradients (``clips_gradients = True``)."""
+    _check_canary(canary)
+    if canary == "outlier" and not getattr(algorithm, "clips_gradients", False):
+        return (f"canary 'outlier' (a record at {OUTLIER_FACTOR:g}× the data norm) applies only to "
+                f"algorithms that clip per-example gradients (clips_gradients=True); "
+                f"{algorithm.name!r} does not declare it, so such a record is outside its "
+                "privacy theorem")
+    return None
+
+
+def _check_canary(canary: str) -> None:
+    if canary not in CANARIES:
+        from .errors import UserInputError, did_you_mean
+
+        raise UserInputError(f"unknown canary {canary!r}{did_you_mean(canary, CANARIES)}; "
+                             f"allowed: {', '.join(CANARIES)}")
+
+
+def _optimum(problem: Problem, data: Dataset) -> np.ndarray:
+    return np.asarray(problem.solve(data).theta, dtype=float)
+
+
+def _direction(problem: Problem, d0: Dataset, d1: Dataset, fallback: np.ndarray) -> np.ndarray:
+    u = _unit(_optimum(problem, d1) - _optimum(problem, d0))
+    if u is None:
+        u = _unit(fallback)
+    if u is None:
+        u = np.eye(d0.p)[0]
+    return u
+
+
+def _canary_row(problem: Problem, base: Dataset, norm_factor: float) -> tuple[np.ndarray, float]:
+    """The canary features r·u (u along θ̂* of the other rows) and the data norm r."""
+    r = float(np.max(np.linalg.norm(base.X, axis=1)))
+    if not r > 0:
+        raise NotApplicable("every generated row is zero: there is no data norm to put a canary on")
+    rest = Dataset(base.X[1:], None if base.y is None else base.y[1:], dict(base.meta))
+    u = _unit(_optimum(problem, rest))
+    if u is None:
+        u = np.eye(base.p)[0]
+    return norm_factor * r * u, r
+
+
+def neighbouring_pair(problem: Problem, n: int, p: int, canary: str,
+                      rng: np.random.Generator) -> NeighbourPair:
+    """The neighbouring pair of ``canary`` on ``problem`` at (n, p); data drawn from ``rng``.
+
+    Raises :class:`NotApplicable` when the canary does not apply (``label_flip`` without labels,
+    a zero row for ``lower_bound``) and ``UserInputError`` for an unknown canary or n < 2.
+    """
+    from .errors import UserInputError
+
+    _check_canary(canary)
+    if not (isinstance(n, (int, np.integer)) and n >= 2):
+        raise UserInputError(f"audit grid: n must be an integer >= 2 (a canary plus at least one "
+                             f"other row), got {n!r}")
+    base = problem.generate(int(n), int(p), rng)
+    if canary == "lower_bound":
+        d0, d1 = negated_row_pair(base)
+        return NeighbourPair(d0, d1, _direction(problem, d0, d1, d0.X[0]), canary,
+                             f"generated data (n={n}, p={p}); D′ negates row 0")
+    if canary == "label_flip" and base.y is None:
+        raise NotApplicable(f"canary 'label_flip' needs a labelled problem; {problem.name!r} "
+                            "generates no labels")
+    factor = OUTLIER_FACTOR if canary == "outlier" else 1.0
+    x, r = _canary_row(problem, base, factor)
+    y = None if base.y is None else 1.0
+    d0 = base.replace_row(0, x, y)
+    if canary == "label_flip":
+        d1 = base.replace_row(0, x, -1.0)
+        what = "D′ flips the canary's label"
+    else:
+        d1 = base.replace_row(0, -x, y)
+        what = "D′ negates the canary"
+    desc = (f"canary row 0 at norm {factor * r:.4g} (data norm {r:.4g}) along the optimum of the "
+            f"other rows; {what} (n={n}, p={p})")
+    return NeighbourPair(d0, d1, _direction(problem, d0, d1, x), canary, desc)

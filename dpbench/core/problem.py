@@ -1,0 +1,204 @@
+"""The problem contract: a convex ERM instance family with certified optima.
+
+A problem plugin declares (as class attributes, benchopt-style) its ``name``, ``summary``,
+``citation``, keyword ``params`` and a ``version`` that changes whenever generated data or losses
+change. It implements:
+
+* ``generate(n, p, rng) -> Dataset``: draw a dataset of n records in dimension p from the injected
+  ``numpy.random.Generator`` (never the global RNG);
+* ``loss(theta, data)``: per-example losses, shape (n,);
+* ``grad(theta, data, idx)``: per-example (sub)gradients of the rows ``idx``, shape (len(idx), p);
+* ``solve(data) -> Optimum``: the constrained minimiser of the **average** loss with a certified
+  optimality gap;
+* the declared constants ``lipschitz`` (over the whole data universe, never computed from the data
+  set: that would leak), ``strong_convexity`` (per example), ``smoothness`` (``inf`` when non-smooth)
+  and the ``constraint`` set (projection, membership, **diameter**);
+* optionally ``population_excess(theta, p, n)`` when a data law is defined (``has_population = True``).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Callable, ClassVar
+
+import numpy as np
+
+from .params import Param, Parametrized
+from .sets import ConstraintSet
+
+if TYPE_CHECKING:
+    from ..numerics.kernels import LossKernel
+
+
+@dataclass(frozen=True)
+class Dataset:
+    """A dataset: features ``X`` (n, p) and optional labels ``y`` (n,)."""
+
+    X: np.ndarray
+    y: np.ndarray | None = None
+    meta: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def n(self) -> int:
+        return int(self.X.shape[0])
+
+    @property
+    def p(self) -> int:
+        return int(self.X.shape[1])
+
+    def replace_row(self, i: int, x: np.ndarray, y: float | None = None) -> Dataset:
+        """A replace-one neighbour of this dataset (same n, row ``i`` replaced)."""
+        X = self.X.copy()
+        X[i] = x
+        Y = None
+        if self.y is not None:
+            Y = self.y.copy()
+            Y[i] = y
+        return Dataset(X, Y, dict(self.meta))
+
+
+@dataclass(frozen=True)
+class Optimum:
+    """A certified constrained minimiser of the average loss.
+
+    ``gap`` is a proven upper bound on ``value - min``, on the average scale; ``method`` says how it
+    was certified (closed form, duality gap, Frank–Wolfe gap, LP relaxation).
+    """
+
+    theta: np.ndarray
+    value: float
+    gap: float
+    method: str
+    iterations: int = 0
+
+
+class Problem(Parametrized):
+    """Base class of problem plugins; see the module docstring for the contract."""
+
+    name: ClassVar[str] = ""
+    summary: ClassVar[str] = ""
+    citation: ClassVar[str] = ""
+    version: ClassVar[str] = "1"
+    params: ClassVar[dict[str, Param]] = {}
+    _plugin_kind: ClassVar[str] = "problem"
+    has_population: ClassVar[bool] = False
+
+    def __eq__(self, other: object) -> bool:
+        return type(self) is type(other) and self.get_params() == other.get_params()  # type: ignore[attr-defined]
+
+    def __hash__(self) -> int:
+        return hash((type(self).__name__, tuple(sorted(self.get_params().items()))))
+
+    # --- declared constants -------------------------------------------------------------------
+    @property
+    def constraint(self) -> ConstraintSet:
+        raise NotImplementedError
+
+    @property
+    def lipschitz(self) -> float:
+        """L: a bound on ‖∇ℓ(θ; d)‖ for every θ in C and every d in the data universe."""
+        raise NotImplementedError
+
+    @property
+    def strong_convexity(self) -> float:
+        """Δ: per-example strong convexity (0 when merely convex)."""
+        return 0.0
+
+    @property
+    def smoothness(self) -> float:
+        """β: per-example smoothness (``inf`` for non-smooth losses)."""
+        return math.inf
+
+    def properties(self) -> dict[str, Any]:
+        """Declared properties, matched against an algorithm's requirements."""
+        return {
+            "convex": True,
+            "lipschitz": math.isfinite(self.lipschitz),
+            "strongly_convex": self.strong_convexity > 0,
+            "smooth": math.isfinite(self.smoothness),
+            "L": float(self.lipschitz),
+            "Delta": float(self.strong_convexity),
+            "beta": float(self.smoothness),
+            "D": float(self.constraint.diameter),
+        }
+
+    def constants(self) -> dict[str, float]:
+        """The constants a rate card may refer to: L, D (diameter), Delta, beta."""
+        props = self.properties()
+        return {k: props[k] for k in ("L", "D", "Delta", "beta")}
+
+    # --- data and losses ----------------------------------------------------------------------
+    def generate(self, n: int, p: int, rng: np.random.Generator) -> Dataset:
+        raise NotImplementedError
+
+    def loss(self, theta: np.ndarray, data: Dataset) -> np.ndarray:
+        raise NotImplementedError
+
+    def grad(self, theta: np.ndarray, data: Dataset, idx: np.ndarray | None = None) -> np.ndarray:
+        raise NotImplementedError
+
+    def risk(self, theta: np.ndarray, data: Dataset) -> float:
+        """Average empirical loss L̄(θ) = (1/n) Σ ℓ(θ; d_i)."""
+        return float(np.mean(self.loss(np.asarray(theta, dtype=float), data)))
+
+    def full_grad(self, theta: np.ndarray, data: Dataset) -> np.ndarray:
+        """Gradient of the average loss."""
+        return np.mean(self.grad(theta, data), axis=0)
+
+    def solve(self, data: Dataset) -> Optimum:
+        raise NotImplementedError
+
+    def population_excess(self, theta: np.ndarray, p: int, n: int | None = None) -> float:
+        """Excess population risk of θ; NaN when the problem defines no data law.
+
+        ``n`` is the sample size of the cell; only laws that scale with n (hard DP-SCO instances
+        whose mean shrinks like 1/√n) use it."""
+        return math.nan
+
+    # --- optional fast paths ------------------------------------------------------------------
+    def kernel(self) -> LossKernel | None:
+        """Compiled per-example loss and gradient (:mod:`dpbench.numerics.kernels`), or ``None``.
+
+        Mechanisms with compiled inner loops (NoisySGD, the MCMC samplers) use it when present and
+        fall back to :meth:`loss` / :meth:`grad` otherwise.
+        """
+        return None
+
+    def expmech_sampler(
+        self, data: Dataset, k: float, region: ConstraintSet
+    ) -> Callable[[np.random.Generator], np.ndarray] | None:
+        """An exact sampler of the density ∝ exp(−k·Σᵢ ℓ(θ; dᵢ)) on ``region`` ⊆ C, or ``None``.
+
+        ``k`` is the temperature on the **sum** loss (BST14 Algorithm 2: k = ε/(2L‖C‖)); ``region``
+        is C itself or a localised C ∩ B(θ₀, r₀) (Algorithm 4). Return ``None`` when no exact
+        sampler exists for this data or region; ExpMech then reports the cell not applicable
+        (``sampler="exact"``) or uses MCMC.
+        """
+        return None
+
+    def rem_sampler(
+        self, data: Dataset, k: float, mu: float, center: np.ndarray
+    ) -> Callable[[np.random.Generator], np.ndarray] | None:
+        """An exact sampler of ∝ exp(−k·F(θ; D) − (kμ/2)‖θ − center‖²) on C, or ``None``.
+
+        F is the **average** loss (the regularized exponential mechanism of Gopi–Lee–Liu 2022,
+        Thm 25/28, modes A1–A3 of docs/rem.md, 'The mechanism'; μ = 0 is the plain EM on the
+        average loss). The default reuses :meth:`expmech_sampler` when μ = 0 (temperature k/n on
+        the sum); otherwise ``None`` (REM then needs ``sampler="alternating"``).
+        """
+        if mu == 0:
+            return self.expmech_sampler(data, k / data.n, self.constraint)
+        return None
+
+    def rashomon_sampler(
+        self, data: Dataset, beta: float, psi: float
+    ) -> Callable[[np.random.Generator], np.ndarray] | None:
+        """An exact sampler of the Rashomon Gibbs law ∝ exp(−β·max{𝓛(θ), 𝓛* + ψ}) on C, or ``None``.
+
+        ``beta`` is the inverse temperature on the **average** loss 𝓛 and 𝓛* = min_C 𝓛 (GTU
+        Def. 1.4, Thm 2.1; A6 of docs/langevin.md, 'Mechanism labels'; the exact law on F1:
+        docs/langevin.md, 'The Rashomon law on F1'). Return ``None`` when no exact sampler exists;
+        the ``rashomon`` mechanism then reports the cell not applicable or uses MCMC.
+        """
+        return None

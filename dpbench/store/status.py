@@ -1,0 +1,58 @@
+"""Console tables: store progress (``dpbench status``) and the end-of-run result summary."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import xarray as xr
+from rich.console import Console
+from rich.table import Table
+
+from ..core.schema import DONE, FAILED, NOT_APPLICABLE, PENDING
+from .cube import Store
+
+
+def status_table(store: Store) -> Table:
+    """Done / failed / not applicable / pending per experiment (and per algorithm)."""
+    t = Table(title=f"dpbench store {store.path}")
+    for col in ("experiment", "algorithm", "cells", "done", "failed", "n/a", "pending"):
+        t.add_column(col, justify="left" if col in ("experiment", "algorithm") else "right")
+    for name in store.experiments():
+        st = store.status(name)
+        labels = [str(v) for v in store.root[name]["algorithm"][...]]
+        for i, label in enumerate(labels):
+            s = st[i]
+            t.add_row(name, label, str(s.size), str(int((s == DONE).sum())),
+                      str(int((s == FAILED).sum())), str(int((s == NOT_APPLICABLE).sum())),
+                      str(int((s == PENDING).sum())))
+    return t
+
+
+def results_table(path: str | Path, experiment: str) -> Table:
+    """Mean excess risk (done cells) per algorithm and problem, at each n (other axes pooled
+    over their first value)."""
+    ds = xr.open_zarr(str(path), group=experiment, consolidated=False)
+    sel = {d: 0 for d in ds.excess_risk.dims if d not in ("algorithm", "problem", "n", "seed")}
+    er = ds.excess_risk.isel(sel).where(ds.status.isel(sel) == DONE).load()
+    t = Table(title=f"{experiment}: mean excess risk (average scale) at "
+              + ", ".join(f"{d}={ds[d].values[0]}" for d in sel))
+    t.add_column("algorithm")
+    t.add_column("problem")
+    for n in ds.n.values:
+        t.add_column(f"n={n}", justify="right")
+    for a in ds.algorithm.values:
+        for p in ds.problem.values:
+            vals = er.sel(algorithm=a, problem=p)
+            cells = []
+            for n in ds.n.values:
+                v = vals.sel(n=n).values
+                cells.append("n/a" if np.all(np.isnan(v)) else f"{np.nanmean(v):.3g}")
+            t.add_row(str(a), str(p), *cells)
+    return t
+
+
+def print_tables(*tables: Table) -> None:
+    console = Console(width=140)
+    for t in tables:
+        console.print(t)

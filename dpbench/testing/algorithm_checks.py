@@ -1,0 +1,575 @@
+"""The mechanism checks of the harness: contract, privacy audit, ε → ∞ limit, rate smoke test
+(see :mod:`dpbench.testing`)."""
+
+
+from __future__ import annotations
+
+import math
+import pickle
+import random
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from ..core.algorithm import PRIVACY_KINDS, REQUIREMENTS, Algorithm, Release
+from ..core.errors import NotApplicable, UserInputError
+from ..core.params import Param
+from ..core.problem import Dataset, Problem
+from ..core.ratecard import RateCard
+from .problem_checks import _data
+
+_EPS = 1.0
+_DELTA_APPROX = 1e-6
+#: The dimension p the algorithm checks run in (3 unless a mechanism's ``check_settings`` or
+#: :func:`check_algorithm`'s ``p`` says otherwise).
+_CHECK_P: ContextVar[int] = ContextVar("dpbench_check_p", default=3)
+
+
+def _dim() -> int:
+    return _CHECK_P.get()
+
+
+# --- helpers ----------------------------------------------------------------------------------
+
+def default_problem(algorithm: Algorithm) -> Problem:
+    """``lb_quad()`` when the configuration requires strong convexity or smoothness, else
+    ``lb_lin()`` (both BST14 lower-bound instances with closed-form optima)."""
+    from ..problems.lb_lin import LBLin
+    from ..problems.lb_quad import LBQuad
+
+    req = set(algorithm.requirements())
+    if req & {"strongly_convex", "smooth"}:
+        return LBQuad()
+    return LBLin()
+
+
+def _problem(algorithm: Algorithm, problem: Problem | None) -> Problem:
+    prob = default_problem(algorithm) if problem is None else problem
+    reason = algorithm.not_applicable_reason(prob)
+    assert reason is None, f"{_label(algorithm)} cannot run on the check problem: {reason}"
+    return prob
+
+
+def _label(algorithm: Algorithm) -> str:
+    return f"{type(algorithm).__name__} ({algorithm.name!r})"
+
+
+def _budget(algorithm: Algorithm, epsilon: float = _EPS) -> tuple[float, float]:
+    """(ε, δ) for a run of this privacy kind."""
+    if algorithm.privacy == "approx":
+        return epsilon, _DELTA_APPROX
+    if algorithm.privacy == "pure":
+        return epsilon, 0.0
+    return math.inf, 0.0
+
+
+
+def _run(algorithm: Algorithm, data: Dataset, problem: Problem, rng: np.random.Generator,
+         epsilon: float = _EPS) -> Release:
+    eps, delta = _budget(algorithm, epsilon)
+    return algorithm.release(data, problem, epsilon=eps, delta=delta, rng=rng)
+
+
+def _short_repr(algorithm: Algorithm) -> str:
+    """``Cls(k=v)`` listing only the parameters that differ from their defaults."""
+    args = ", ".join(f"{k}={v!r}" for k, v in algorithm.get_params().items()
+                     if k in algorithm.params and v != algorithm.params[k].default)
+    return f"{type(algorithm).__name__}({args})"
+
+
+# --- 1. declarations --------------------------------------------------------------------------
+
+def check_declarations(algorithm: Algorithm, problem: Problem | None = None) -> None:
+    """Class attributes are well formed and the rate card evaluates to a finite positive number
+    with the problem's constants at n=100, p=3, ε=1, δ=1e-6."""
+    who = _label(algorithm)
+    name = algorithm.name
+    assert isinstance(name, str) and name.isidentifier(), (
+        f"{who}: `name` must be a non-empty Python identifier, got {name!r}")
+    assert algorithm.privacy in PRIVACY_KINDS, (
+        f"{who}: `privacy` must be one of {PRIVACY_KINDS}, got {algorithm.privacy!r}")
+    req = tuple(algorithm.requirements())
+    unknown = set(req) - set(REQUIREMENTS)
+    assert not unknown, f"{who}: unknown requirements {sorted(unknown)}; allowed: {REQUIREMENTS}"
+    unknown = set(algorithm.requires) - set(REQUIREMENTS)
+    assert not unknown, f"{who}: `requires` has unknown entries {sorted(unknown)}"
+    assert isinstance(algorithm.version, str), (
+        f"{who}: `version` must be a str, got {type(algorithm.version).__name__}")
+    assert isinstance(algorithm.params, dict), f"{who}: `params` must be a dict of Param"
+    for key, spec in algorithm.params.items():
+        assert isinstance(spec, Param), (
+            f"{who}: params[{key!r}] must be a dpbench.core.params.Param, got {type(spec).__name__}")
+        try:
+            spec.validate(name, key, spec.default)
+        except UserInputError as exc:
+            raise AssertionError(f"{who}: the default of parameter {key!r} is invalid: {exc}") from exc
+    card = algorithm.rate_card()
+    if card is None:
+        assert algorithm.privacy == "none", (
+            f"{who}: rate_card() returned None; only non-private references (privacy='none') "
+            "may omit a rate card")
+        return
+    assert isinstance(card, RateCard), (
+        f"{who}: rate_card() must return a dpbench.core.ratecard.RateCard, got {type(card).__name__}")
+    prob = _problem(algorithm, problem)
+    values = {**prob.constants(), "n": 100, "p": 3, "epsilon": 1.0, "delta": 1e-6}
+    try:
+        value = float(np.asarray(card.bound(**values)))
+    except Exception as exc:  # noqa: BLE001 - report any evaluation error as a failed check
+        raise AssertionError(
+            f"{who}: rate card {card.expression!r} does not evaluate at {values}: {exc!r}") from exc
+    assert math.isfinite(value) and value > 0, (
+        f"{who}: rate card {card.expression!r} evaluates to {value!r} at {values}; "
+        "expected a finite positive number")
+
+
+# --- 2. parameter validation ------------------------------------------------------------------
+
+def _expect_user_error(who: str, what: str, call: Callable[[], Any],
+                       must_mention: str | None = None) -> None:
+    """Assert that ``call()`` raises ``UserInputError`` (naming ``must_mention`` if given)."""
+    try:
+        call()
+    except UserInputError as exc:
+        if must_mention is not None:
+            assert must_mention in str(exc), (
+                f"{who}: the error for {what} must name {must_mention!r}; got {str(exc)!r}")
+        return
+    except Exception as exc:  # noqa: BLE001
+        raise AssertionError(f"{who}: {what} must raise dpbench.core.errors.UserInputError, got "
+                             f"{type(exc).__name__}: {exc}") from exc
+    raise AssertionError(f"{who}: {what} was accepted")
+
+
+def check_parameter_validation(algorithm: Algorithm, problem: Problem | None = None) -> None:
+    """Unknown keywords and invalid choices raise ``UserInputError``; ``get_params`` round-trips."""
+    cls = type(algorithm)
+    who = _label(algorithm)
+    bogus = "not_a_parameter_xyz"
+    _expect_user_error(who, f"unknown keyword {bogus!r}", lambda: cls(**{bogus: 1}), bogus)
+    for key, spec in algorithm.params.items():
+        if spec.kind == "str" and spec.choices is not None:
+            bad = "not_a_valid_choice_xyz"
+            _expect_user_error(who, f"{key}={bad!r} (choices are {spec.choices})",
+                               lambda key=key, bad=bad: cls(**{key: bad}))
+    params = algorithm.get_params()
+    assert set(params) == set(algorithm.params), (
+        f"{who}: get_params() keys {sorted(params)} differ from declared {sorted(algorithm.params)}")
+    clone = cls(**params)
+    assert clone.get_params() == params, (
+        f"{who}: cls(**get_params()) does not round-trip: {clone.get_params()} != {params}")
+
+
+# --- 3. privacy arguments ---------------------------------------------------------------------
+
+def check_privacy_arguments(algorithm: Algorithm, problem: Problem | None = None) -> None:
+    """``release`` rejects a δ > 0 for pure mechanisms, δ = 0 for approximate ones and ε ≤ 0."""
+    if algorithm.privacy == "none":
+        return
+    prob = _problem(algorithm, problem)
+    data = _data(prob, 8, _dim())
+    eps, delta = _budget(algorithm)
+    cases = [(0.0, delta, "epsilon=0"), (-1.0, delta, "epsilon<0")]
+    if algorithm.privacy == "pure":
+        cases.append((eps, 1e-6, "delta>0 for a pure mechanism"))
+    else:
+        cases.append((eps, 0.0, "delta=0 for an approximate mechanism"))
+    for e, d, what in cases:
+        _expect_user_error(
+            _label(algorithm), f"release() with {what} (ε={e}, δ={d})",
+            lambda e=e, d=d: algorithm.release(data, prob, epsilon=e, delta=d,
+                                               rng=np.random.default_rng(0)))
+
+
+# --- 4. pickling ------------------------------------------------------------------------------
+
+def check_picklable(algorithm: Algorithm, problem: Problem | None = None) -> None:
+    """The instance pickles (the engine ships it to dask workers) and the copy gives identical
+    output for the same seed."""
+    who = _label(algorithm)
+    try:
+        clone = pickle.loads(pickle.dumps(algorithm))
+    except Exception as exc:  # noqa: BLE001
+        raise AssertionError(f"{who} is not picklable: {type(exc).__name__}: {exc}") from exc
+    prob = _problem(algorithm, problem)
+    data = _data(prob, 50, _dim())
+    a = _run(algorithm, data, prob, np.random.default_rng(123)).theta
+    b = _run(clone, data, prob, np.random.default_rng(123)).theta
+    assert np.array_equal(a, b), f"{who}: the unpickled copy gives a different output ({a} vs {b})"
+
+
+# --- 5. no global RNG -------------------------------------------------------------------------
+
+def check_no_global_rng(algorithm: Algorithm, problem: Problem | None = None) -> None:
+    """All randomness comes from the injected generator: reseeding ``np.random`` and ``random``
+    between two runs with the same ``rng`` seed does not change the output; different ``rng``
+    seeds change it (private mechanisms only)."""
+    who = _label(algorithm)
+    prob = _problem(algorithm, problem)
+    data = _data(prob, 50, _dim())
+    outs = []
+    np_state, py_state = np.random.get_state(), random.getstate()
+    try:
+        for glob in (1, 2):
+            np.random.seed(glob)
+            random.seed(glob)
+            outs.append(_run(algorithm, data, prob, np.random.default_rng(7)).theta)
+    finally:  # leave the caller's global generators as they were
+        np.random.set_state(np_state)
+        random.setstate(py_state)
+    assert np.array_equal(outs[0], outs[1]), (
+        f"{who}: the same rng seed gave different outputs after reseeding np.random/random "
+        f"({outs[0]} vs {outs[1]}); draw all randomness from the injected rng")
+    if algorithm.privacy != "none":
+        other = _run(algorithm, data, prob, np.random.default_rng(8)).theta
+        assert not np.array_equal(outs[0], other), (
+            f"{who}: different rng seeds gave the identical output {other}; a private mechanism "
+            "must use the injected rng")
+
+
+# --- 6. release and ledger --------------------------------------------------------------------
+
+def check_release_and_ledger(algorithm: Algorithm, problem: Problem | None = None) -> None:
+    """The release is finite and inside C and its ledger fits the budget; basic-composition
+    totals equal the sum of charges; a private mechanism spends ε > 0."""
+    who = _label(algorithm)
+    prob = _problem(algorithm, problem)
+    data = _data(prob, 50, _dim())
+    eps, delta = _budget(algorithm)
+    try:
+        out = algorithm.release(data, prob, epsilon=eps, delta=delta, rng=np.random.default_rng(0))
+    except (ValueError, TypeError, FloatingPointError) as exc:
+        raise AssertionError(f"{who}: release() rejected the output: {exc}") from exc
+    theta, led = out.theta, out.ledger
+    assert np.all(np.isfinite(theta)), f"{who}: estimate is not finite"
+    assert prob.constraint.contains(theta, tol=1e-9), f"{who}: estimate lies outside C"
+    if algorithm.privacy == "none":
+        return
+    assert led.within(eps, delta), (
+        f"{who}: ledger (ε={led.epsilon}, δ={led.delta}) exceeds the budget (ε={eps}, δ={delta})")
+    assert led.epsilon > 0, f"{who}: a private mechanism must record ε > 0, got {led.epsilon}"
+    assert led.delta >= 0, f"{who}: ledger δ must be ≥ 0, got {led.delta}"
+    assert len(led.charges) > 0, f"{who}: the ledger has no charges"
+    if led.accounting == "basic composition":
+        s_eps = math.fsum(c.epsilon for c in led.charges)
+        s_delta = math.fsum(c.delta for c in led.charges)
+        assert math.isclose(led.epsilon, s_eps, rel_tol=1e-9, abs_tol=1e-12) and math.isclose(
+            led.delta, s_delta, rel_tol=1e-9, abs_tol=1e-15), (
+            f"{who}: basic-composition ledger totals (ε={led.epsilon}, δ={led.delta}) differ from "
+            f"the sum of its charges (ε={s_eps}, δ={s_delta})")
+    if not all(c.certified for c in led.charges):
+        assert not led.certified, (
+            f"{who}: the ledger has non-certified charges but claims certified=True")
+    assert isinstance(led.certified, bool), f"{who}: ledger.certified must be a bool"
+
+
+# --- 7. empirical privacy audit ---------------------------------------------------------------
+
+def _neighbours(problem: Problem, n: int, p: int) -> tuple[Dataset, Dataset]:
+    from ..core.neighbours import negated_row_pair
+
+    data = _data(problem, n, p, seed=0)
+    try:
+        return negated_row_pair(data)
+    except NotApplicable as exc:
+        raise AssertionError(f"problem {problem.name!r}: {exc}") from exc
+
+
+def audit_epsilon(algorithm: Algorithm, problem: Problem | None = None, *, runs: int = 2000,
+                  n: int = 4, p: int | None = None, epsilon: float = _EPS, n_thresholds: int = 30,
+                  alpha: float = 0.01) -> tuple[float, float]:
+    """Empirical lower bound on the ε the mechanism spends, and the ε its ledger claims.
+
+    Returns ``(epsilon_lower_bound, epsilon_claimed)``; see :func:`check_empirical_privacy`.
+    The Clopper–Pearson bounds are :func:`dpbench.audit.stats.epsilon_lower_bounds`.
+    """
+    from ..audit.stats import epsilon_lower_bounds
+
+    p = _dim() if p is None else p
+    prob = _problem(algorithm, problem)
+    eps, delta = _budget(algorithm, epsilon)
+    d0, d1 = _neighbours(prob, n, p)
+    out0 = np.empty((runs, p))
+    out1 = np.empty((runs, p))
+    claimed = claimed_delta = 0.0
+    for r in range(runs):
+        a = algorithm.release(d0, prob, epsilon=eps, delta=delta, rng=np.random.default_rng([r, 0]))
+        b = algorithm.release(d1, prob, epsilon=eps, delta=delta, rng=np.random.default_rng([r, 1]))
+        out0[r], out1[r] = a.theta, b.theta
+        claimed = max(claimed, a.ledger.epsilon, b.ledger.epsilon)
+        claimed_delta = max(claimed_delta, a.ledger.delta, b.ledger.delta)
+    half = runs // 2
+    direction = out1[:half].mean(axis=0) - out0[:half].mean(axis=0)
+    norm = float(np.linalg.norm(direction))
+    direction = direction / norm if norm > 0 else np.eye(p)[0]
+    x0 = out0[half:] @ direction
+    x1 = out1[half:] @ direction
+    m = x0.size
+    # Thresholds from the first half only, so they are independent of the tested samples.
+    pooled = np.concatenate([out0[:half] @ direction, out1[:half] @ direction])
+    ts = np.unique(np.quantile(pooled, np.linspace(0.02, 0.98, n_thresholds)))
+    # 4 tests per threshold (event X>t or X≤t; numerator D or D'), 2 bounds per test.
+    a_each = alpha / (8 * len(ts))
+    best = -math.inf
+    for ev0, ev1 in (((x0[:, None] > ts).sum(0), (x1[:, None] > ts).sum(0)),
+                     ((x0[:, None] <= ts).sum(0), (x1[:, None] <= ts).sum(0))):
+        for num, den in ((ev1, ev0), (ev0, ev1)):
+            val = epsilon_lower_bounds(num, den, m, claimed_delta, a_each)
+            val = val[np.isfinite(val)]
+            if val.size:
+                best = max(best, float(val.max()))
+    return best, claimed
+
+
+def check_empirical_privacy(algorithm: Algorithm, problem: Problem | None = None, *,
+                            runs: int = 2000) -> None:
+    """Statistical audit: does the mechanism spend more ε than its ledger claims?
+
+    Neighbouring datasets D, D′ of size n=4 (p=3) come from the problem's generator, D′ replacing
+    row 0 by its negation (labels kept). The mechanism runs ``runs`` times on each (run r uses
+    ``np.random.default_rng([r, 0])`` on D and ``[r, 1]`` on D′) at ε=1 (δ=1e-6 when approximate).
+    Outputs are projected on the unit direction of the difference of the two sample means, estimated
+    on the first half of the runs; thresholds t are quantiles of the first half. On the second half,
+    for each t and each of the four tests (event X>t or X≤t, numerator D′ or D), one-sided
+    Clopper–Pearson bounds give q_lo ≤ P[E|numerator] and p_hi ≥ P[E|denominator], and
+    ε_lb = max log((q_lo − δ)/p_hi), δ being the ledger's. An (ε, δ)-DP mechanism has P[E|D′] ≤ e^ε P[E|D] + δ for every
+    event, so ε_lb > ε (the ledger's claim) proves the ledger wrong.
+
+    False-alarm bound: each of the 8·K bounds (K thresholds) holds with probability ≥ 1 − 0.01/(8K),
+    so by a union bound a mechanism that truly is (ε, δ)-DP with the ledger's ε fails this check with
+    probability at most 0.01, whatever its output law. Power: with 2000 runs it detects noise
+    several times too small (ε spent ≳ 2–3× the claim at ε=1); it cannot detect small
+    under-counting. A non-certified ledger is audited like any other.
+    """
+    if algorithm.privacy == "none":
+        return
+    lb, claimed = audit_epsilon(algorithm, problem, runs=runs)
+    assert not lb > claimed * (1 + 1e-9), (
+        f"{_label(algorithm)}: empirical privacy audit found ε ≥ {lb:.3f} (99% confidence, "
+        f"n=4, {runs} runs per dataset) but the ledger claims ε = {claimed:.3f}; the mechanism "
+        "spends more privacy than it records (noise too small, or a wrong sensitivity)")
+
+
+# --- 8. ε → ∞ limit ---------------------------------------------------------------------------
+
+def check_epsilon_limit(algorithm: Algorithm, problem: Problem | None = None) -> None:
+    """At ε = 1e4 (δ = 1e-6 when approximate), n=50, p=3, the mean excess risk over 4 seeds is at
+    most 0.05·L·D: with (almost) no noise the mechanism approaches the non-private optimum.
+
+    A configuration that raises :class:`~dpbench.core.errors.NotApplicable` at ε = 1e4 (it declares it
+    cannot run there, e.g. NoisySGD's paper σ outside Thm 2.1's regime ε ≤ 2√log(1/δ)) passes
+    untested."""
+    if algorithm.privacy == "none":
+        return
+    from ..core.seeding import data_identity, make_rng
+    from ..engine.cells import dataset_and_optimum
+
+    prob = _problem(algorithm, problem)
+    consts = prob.constants()
+    excess = []
+    for seed in range(4):
+        did = data_identity(prob.name, prob.get_params(), 50, _dim(), seed)
+        data, opt = dataset_and_optimum(prob, did, 0)
+        try:
+            out = _run(algorithm, data, prob,
+                       make_rng({"check": "epsilon_limit", "seed": seed}, 0), epsilon=1e4)
+        except NotApplicable:
+            return
+        excess.append(prob.risk(out.theta, data) - opt.value)
+    mean = float(np.mean(excess))
+    limit = 0.05 * consts["L"] * consts["D"]
+    assert mean <= limit, (
+        f"{_label(algorithm)}: at ε=1e4 the mean excess risk is {mean:.4g} > 0.05·L·D = {limit:.4g}; "
+        "the mechanism does not approach the non-private optimum as ε grows")
+
+
+# --- 9. rate smoke test -----------------------------------------------------------------------
+
+def _default_n_grid(algorithm: Algorithm, p: int) -> tuple[int, ...]:
+    # Keep the sweep cheap for mechanisms whose work grows quickly (NoisySGD does n² steps).
+    if algorithm.cost(400, p) > 1e5:
+        return (25, 50, 100, 200)
+    return (50, 100, 200, 400)
+
+
+def rate_fit(algorithm: Algorithm, problem: Problem | None = None, *,
+             n_grid: Sequence[int] | None = None, p: int | None = None, seeds: int = 8,
+             tolerance: float = 0.5) -> Any:
+    """The :class:`~dpbench.analysis.RateFit` used by :func:`check_rate_smoke`."""
+    p = _dim() if p is None else p
+    from ..analysis import fit_curve
+    from ..core.seeding import data_identity, make_rng, mechanism_identity
+    from ..engine.cells import dataset_and_optimum
+
+    prob = _problem(algorithm, problem)
+    grid = tuple(n_grid) if n_grid is not None else _default_n_grid(algorithm, p)
+    eps, delta = _budget(algorithm)
+    samples, gaps = [], []
+    for n in grid:
+        vals, g = [], 0.0
+        for seed in range(seeds):
+            did = data_identity(prob.name, prob.get_params(), n, p, seed)
+            data, opt = dataset_and_optimum(prob, did, 0)
+            mid = mechanism_identity(algorithm.name, algorithm.get_params(), did,
+                                     {"epsilon": eps, "delta": delta})
+            out = algorithm.release(data, prob, epsilon=eps, delta=delta, rng=make_rng(mid, 0))
+            vals.append(prob.risk(out.theta, data) - opt.value)
+            g = max(g, float(opt.gap))
+        samples.append(np.asarray(vals))
+        gaps.append(g)
+    return fit_curve("check_rate_smoke", algorithm.name, prob.name, "n",
+                     {"p": p, "epsilon": eps, "delta": delta}, list(grid), samples, gaps=gaps,
+                     card=algorithm.rate_card(), constants=prob.constants(), tolerance=tolerance,
+                     rng=0)
+
+
+def check_rate_smoke(algorithm: Algorithm, problem: Problem | None = None, *,
+                     n_grid: Sequence[int] | None = None) -> None:
+    """Smoke test of the rate card along n.
+
+    Runs n ∈ {50, 100, 200, 400} (or {25, 50, 100, 200} when ``cost(400, 3) > 1e5``, e.g.
+    NoisySGD's n² steps; override with ``n_grid``), p=3, ε=1 (δ=1e-6 when approximate), 8 seeds,
+    and fits the slope of log mean excess vs log n against the card with tolerance 0.5. Fails only
+    on the verdict "slower": the excess falls significantly slower than the card says, i.e. a wrong
+    rate (e.g. noise that does not shrink with n), and on "invalid": a blow-up to the capped regime
+    at large n or a non-positive mean excess. "faster", "consistent" and "inconclusive" pass:
+    on benign instances (closed-form optima, smooth losses) a mechanism may legitimately beat its
+    worst-case card, and 8 seeds on four points may be too few to decide — this is a smoke test,
+    not the benchmark. Skipped when there is no rate card (``privacy="none"``).
+    """
+    if algorithm.rate_card() is None:
+        return
+    fit = rate_fit(algorithm, problem, n_grid=n_grid)
+    used = int(np.sum(fit.used))
+    assert fit.verdict != "invalid", (
+        f"{_label(algorithm)}: {fit.reason} (n={fit.x}, mean excess="
+        f"{[f'{m:.3g}' for m in fit.mean]})")
+    slower = fit.verdict == "slower" or (
+        used >= 3 and math.isfinite(fit.slope_low) and math.isfinite(fit.predicted_slope)
+        and fit.slope_low > fit.predicted_slope + fit.tolerance)
+    assert not slower, (
+        f"{_label(algorithm)}: excess risk falls slower in n than the rate card "
+        f"{fit.rate_expression!r} says: slope CI [{fit.slope_low:.2f}, {fit.slope_high:.2f}] "
+        f"vs predicted {fit.predicted_slope:.2f} + tolerance {fit.tolerance} "
+        f"({fit.reason}; n={fit.x}, mean excess="
+        f"{[f'{m:.3g}' for m in fit.mean]})")
+
+
+# --- running all checks -----------------------------------------------------------------------
+
+ALGORITHM_CHECKS: tuple[Callable[..., None], ...] = (
+    check_declarations,
+    check_parameter_validation,
+    check_privacy_arguments,
+    check_picklable,
+    check_no_global_rng,
+    check_release_and_ledger,
+    check_empirical_privacy,
+    check_epsilon_limit,
+    check_rate_smoke,
+)
+
+
+@contextmanager
+def check_dimension(p: int) -> Iterator[None]:
+    """Run the algorithm checks in dimension ``p`` (default 3) inside this block."""
+    token = _CHECK_P.set(int(p))
+    try:
+        yield
+    finally:
+        _CHECK_P.reset(token)
+
+
+def check_algorithm(algorithm: Algorithm, problem: Problem | None = None,
+                    skip: Iterable[str] = (), p: int = 3) -> None:
+    """Run every check of :data:`ALGORITHM_CHECKS` (except those named in ``skip``) on the
+    mechanism in dimension ``p``; raise the first ``AssertionError``, prefixed with the check's
+    name."""
+    skip = set(skip)
+    unknown = skip - {c.__name__ for c in ALGORITHM_CHECKS}
+    if unknown:
+        raise UserInputError(f"check_algorithm: unknown checks in skip: {sorted(unknown)}")
+    with check_dimension(p):
+        for check in ALGORITHM_CHECKS:
+            if check.__name__ in skip:
+                continue
+            try:
+                check(algorithm, problem)
+            except AssertionError as exc:
+                raise AssertionError(f"{check.__name__} failed: {exc}") from exc
+
+
+@dataclass(frozen=True)
+class CheckCase:
+    """How the generic plugin tests run one registered mechanism: from its ``check_settings``."""
+
+    name: str
+    algorithm: Algorithm
+    problem: Problem
+    p: int
+    skip: dict[str, str]
+    rate_smoke_n: tuple[int, ...] | None = None
+
+    def run(self, check: Callable[..., None]) -> None:
+        with check_dimension(self.p):
+            if check is check_rate_smoke and self.rate_smoke_n:
+                check_rate_smoke(self.algorithm, self.problem, n_grid=self.rate_smoke_n)
+            else:
+                check(self.algorithm, self.problem)
+
+
+def check_case(cls: type[Algorithm]) -> CheckCase:
+    """The :class:`CheckCase` of a mechanism class, from ``cls.check_settings``: ``params``
+    (constructor parameters, default none), ``problem`` (a registry name, or a mapping with
+    ``problem`` and ``params``; default :func:`default_problem`), ``p`` (default 3) and ``skip``
+    (check name → the reason it cannot apply; each must name a check of
+    :data:`ALGORITHM_CHECKS` and give a reason) and ``rate_smoke_n`` (the n grid of
+    :func:`check_rate_smoke`, for mechanisms whose excess is still near the cap at n ≤ 400)."""
+    from ..core import registry
+
+    settings = dict(getattr(cls, "check_settings", {}) or {})
+    unknown = set(settings) - {"params", "problem", "p", "skip", "rate_smoke_n"}
+    if unknown:
+        raise UserInputError(f"{cls.__name__}.check_settings: unknown keys {sorted(unknown)}; "
+                             "allowed: params, problem, p, skip, rate_smoke_n")
+    algorithm = cls(**dict(settings.get("params", {})))
+    spec = settings.get("problem")
+    if spec is None:
+        problem = default_problem(algorithm)
+    else:
+        if isinstance(spec, str):
+            spec = {"problem": spec}
+        problem = registry.get_problem(spec["problem"])(**dict(spec.get("params", {})))
+    skip = {str(k): str(v) for k, v in dict(settings.get("skip", {})).items()}
+    names = {c.__name__ for c in ALGORITHM_CHECKS}
+    bad = [k for k, v in skip.items() if k not in names or not v.strip()]
+    if bad:
+        raise UserInputError(f"{cls.__name__}.check_settings skip: {bad} must name checks of "
+                             "ALGORITHM_CHECKS, each with a reason")
+    grid = settings.get("rate_smoke_n")
+    return CheckCase(str(cls.name), algorithm, problem, int(settings.get("p", 3)), skip,
+                     tuple(int(n) for n in grid) if grid else None)
+
+
+def parametrize_with_checks(algorithms: Sequence[Algorithm],
+                            problems: Sequence[Problem] | None = None) -> Any:
+    """A ``pytest.mark.parametrize("algorithm,problem,check", ...)`` over every algorithm, problem
+    (the :func:`default_problem` when ``problems`` is None; otherwise each given problem the
+    configuration can run on) and check, with ids like ``OutputPerturbation()-check_picklable``."""
+    import pytest
+
+    params = []
+    for alg in algorithms:
+        if problems is None:
+            pairs = [(default_problem(alg), None)]
+        else:
+            pairs = [(pr, pr.name) for pr in problems if alg.not_applicable_reason(pr) is None]
+        for prob, pname in pairs:
+            for check in ALGORITHM_CHECKS:
+                parts = [_short_repr(alg)] + ([pname] if pname else []) + [check.__name__]
+                params.append(pytest.param(alg, prob, check, id="-".join(parts)))
+    return pytest.mark.parametrize("algorithm,problem,check", params)

@@ -1,0 +1,329 @@
+"""The audit engine: suite validation, `dpbench audit` end to end, determinism across worker
+counts, resumption, exit status and the cube variables.
+
+Statistical assertions use fixed seeds (every run's generator derives from the suite's root seed),
+so they are deterministic; the margins are stated where they are made.
+"""
+
+from __future__ import annotations
+
+import math
+import textwrap
+from pathlib import Path
+from typing import Any, ClassVar
+
+import numpy as np
+import pytest
+import xarray as xr
+
+from dpbench.algorithms.output_perturbation import OutputPerturbation
+from dpbench.audit.engine import AuditTaskResult, plan_audits, run_audits
+from dpbench.audit.stats import audit_bound, per_audit_alpha
+from dpbench.audit.store import open_audit
+from dpbench.cli.main import main
+from dpbench.config.suite import parse_suite
+from dpbench.core import registry
+from dpbench.core.errors import SuiteError
+from dpbench.core.schema import DONE, FAILED, NOT_APPLICABLE
+from dpbench.store.cube import ROOT_KEY, Store
+
+
+class LeakyOutputPerturbation(OutputPerturbation):
+    """A broken mechanism for the exit-status tests: noise for 50·ε while the ledger claims ε."""
+
+    name: ClassVar[str] = "test_leaky_outpert"
+
+    def run(self, data: Any, problem: Any, *, epsilon: float, delta: float,
+            rng: np.random.Generator) -> Any:
+        rel = super().run(data, problem, epsilon=50 * epsilon, delta=delta, rng=rng)
+        rel.ledger = type(rel.ledger).from_charges(
+            *(type(c)(c.mechanism, epsilon, c.delta, c.theorem) for c in rel.ledger.charges))
+        return rel
+
+
+class FailingOutputPerturbation(OutputPerturbation):
+    """Raises on every run: its batches must be recorded as failed, the audit going on."""
+
+    name: ClassVar[str] = "test_failing_outpert"
+
+    def run(self, data: Any, problem: Any, *, epsilon: float, delta: float,
+            rng: np.random.Generator) -> Any:
+        raise RuntimeError("deliberate failure")
+
+
+@pytest.fixture(autouse=True)
+def _register() -> None:
+    registry.register("algorithms", LeakyOutputPerturbation)
+    registry.register("algorithms", FailingOutputPerturbation)
+
+
+SUITE = textwrap.dedent("""
+    name: tinyaudit
+    root_seed: 11
+    audit: {alpha: 0.05, runs: 200, batch: 100}
+    audits:
+      - name: outpert
+        algorithms: [{label: op, algorithm: output_perturbation}]
+        problems: [{problem: logistic, params: {ridge: 0.5}}, {problem: lb_quad}]
+        canaries: [sphere, label_flip]
+        grid: {n: [2, 5], p: [2], epsilon: [1.0]}
+""")
+
+ZOO = textwrap.indent(textwrap.dedent("""
+      - name: zoo
+        algorithms: [{label: leaky, algorithm: test_leaky_outpert}]
+        problems: [{problem: logistic, params: {ridge: 0.5}}]
+        canaries: [sphere]
+        grid: {n: [2], p: [2], epsilon: [1.0]}
+        expect: {expect}
+"""), "  ")
+
+
+#: One point of the correct mechanism (logistic, n = 2, sphere) next to the zoo audit.
+SMALL = SUITE.replace("n: [2, 5]", "n: [2]").replace(", {problem: lb_quad}", "").replace(
+    "canaries: [sphere, label_flip]", "canaries: [sphere]")
+
+
+def _write(tmp_path: Path, text: str, name: str = "s.yaml") -> Path:
+    path = tmp_path / name
+    path.write_text(text)
+    return path
+
+
+def _load(store: Path, name: str) -> xr.Dataset:
+    return open_audit(store, name).load()
+
+
+def _assert_identical(a: Path, b: Path, names: list[str]) -> None:
+    for name in names:
+        da, db = _load(a, name), _load(b, name)
+        assert sorted(da.data_vars) == sorted(db.data_vars)
+        for var in [*da.coords, *da.data_vars]:
+            va, vb = da[var].values, db[var].values
+            if va.dtype.kind == "f":
+                assert np.array_equal(va.view(np.uint64), vb.view(np.uint64)), f"{name}/{var}"
+            else:
+                assert np.array_equal(va, vb), f"{name}/{var}"
+
+
+# --- validation -----------------------------------------------------------------------------------
+
+BAD = textwrap.dedent("""
+    name: bad
+    audit: {alpha: 1.5, runs: 300, batch: 7, color: red}
+    audits:
+      - name: a
+        algorithms: [{label: op, algorithm: output_perturbation}, {algorithm: nonprivate_erm}]
+        problems: [{problem: logistic}]
+        canaries: [sphere, moon]
+        grid: {n: [1], epsilon: [1.0], q: [3]}
+        expect: maybe
+      - name: b
+        algorithms: [{algorithm: noisy_sgd}]
+        problems: [{problem: lb_lin}]
+        grid: {p: [2], epsilon: [1.0]}
+        runs: 1500
+""")
+
+
+def test_validation_lists_every_error_with_field_and_allowed_values() -> None:
+    with pytest.raises(SuiteError) as info:
+        parse_suite(BAD)
+    text = "\n".join(info.value.problems)
+    for expected in (
+            "audit.alpha: must be a number in (0, 1), got 1.5",
+            "audit.batch: must be an even integer >= 2, got 7",
+            "audit.color: unknown field; allowed: alpha, runs, batch",
+            "audits[0].canaries[1]: unknown canary 'moon'; allowed: sphere, label_flip, "
+            "lower_bound, outlier",
+            "audits[0].grid.q: unknown audit axis; allowed: n, p, epsilon, delta",
+            "audits[0].grid.p: required axis is missing",
+            "audits[0].grid.n[0]: n must be an integer >= 2, got 1",
+            "audits[0].expect: got 'maybe'; allowed: private, violation",
+            "audits[0].algorithms[nonprivate_erm]: nonprivate_erm is a non-private reference",
+            "audits[1].grid.delta: required: the audit has (ε, δ) mechanisms",
+            "audits[1].runs: must be a multiple of audit.batch = 1000"):
+        assert expected in text, f"missing {expected!r} in\n{text}"
+
+
+def test_defaults_tiny_n_every_canary_and_settings() -> None:
+    suite = parse_suite(textwrap.dedent("""
+        name: d
+        audits:
+          - name: a
+            algorithms: [output_perturbation]
+            problems: [logistic]
+            grid: {p: [2], epsilon: [1.0]}
+    """))
+    (a,) = suite.audits
+    assert a.grid["n"] == [2, 3, 5, 10] and a.grid["delta"] == [0.0]
+    assert a.canaries == ("sphere", "label_flip", "lower_bound", "outlier")
+    assert (suite.audit.alpha, a.runs, a.batch, a.expect) == (0.05, 20000, 1000, "private")
+    assert suite.experiments == ()
+
+
+def test_bad_suite_exits_2_and_writes_nothing(tmp_path: Path,
+                                              capsys: pytest.CaptureFixture[str]) -> None:
+    store = tmp_path / "never.zarr"
+    assert main(["audit", str(_write(tmp_path, BAD)), "--store", str(store), "--quiet"]) == 2
+    assert "audit.batch: must be an even integer" in capsys.readouterr().err
+    assert not store.exists()
+    # a suite without audits: exit 2, nothing written
+    exp_only = _write(tmp_path, textwrap.dedent("""
+        name: e
+        experiments:
+          - name: x
+            problems: [lb_lin]
+            algorithms: [nonprivate_erm]
+            grid: {n: [4], p: [1], epsilon: [1.0]}
+    """), "e.yaml")
+    assert main(["audit", str(exp_only), "--store", str(store), "--quiet"]) == 2
+    assert "has no audits" in capsys.readouterr().err
+    assert not store.exists()
+
+
+# --- running --------------------------------------------------------------------------------------
+
+def test_tiny_audit_end_to_end_through_the_cli(tmp_path: Path,
+                                               capsys: pytest.CaptureFixture[str]) -> None:
+    store = tmp_path / "a.zarr"
+    suite_file = _write(tmp_path, SUITE)
+    rc = main(["audit", str(suite_file), "--store", str(store), "--workers", "0",
+               "--report", str(tmp_path / "r.html")])
+    out = capsys.readouterr().out
+    assert rc == 0, out
+    assert "audit: OK" in out and "verdict" in out
+    ds = _load(store, "outpert")
+    point_dims = ("algorithm", "problem", "n", "p", "epsilon", "delta", "canary")
+    for var in ("epsilon_lower_bound", "epsilon_claimed", "delta_claimed", "mu_lower_bound",
+                "mu_claimed", "epsilon_lower_bound_gdp", "runs_completed", "runs_planned",
+                "audit_gap", "violation", "alpha"):
+        assert ds[var].dims == point_dims, var
+    assert ds.scores.dims == (*point_dims, "batch", "side", "run")
+    assert ds.scores.dtype == np.float64 and list(ds.side.values) == ["D", "D'"]
+    # lb_quad has no labels: label_flip is not applicable there (recorded, never run)
+    na = ds.batch_status.sel(problem="lb_quad", canary="label_flip")
+    assert np.all(na.values == NOT_APPLICABLE)
+    assert "label" in str(ds.note.sel(problem="lb_quad", canary="label_flip").values.flat[0])
+    applicable = ds.runs_planned > 0
+    assert int(applicable.sum()) == 6  # 2 problems x 2 n x 2 canaries, minus lb_quad's 2
+    assert np.all(ds.runs_completed.where(applicable, 200) == 200)
+    assert np.all(ds.batch_status.values[applicable.values] == DONE)
+    alpha = per_audit_alpha(0.05, 6)
+    assert np.allclose(ds.alpha.values[applicable.values], alpha)
+    # a correct pure mechanism: not flagged, gap = claimed - lb > 0
+    assert not ds.violation.any()
+    assert np.all(ds.audit_gap.values[applicable.values] > 0)
+    assert np.all(ds.epsilon_claimed.values[applicable.values] == 1.0)
+    # the bound is what audit_bound gives on the stored scores (first half of each batch selects)
+    pt = dict(algorithm="op", problem="logistic", n=5, p=2, epsilon=1.0, delta=0.0,
+              canary="sphere")
+    s = ds.scores.sel(**pt).values                       # (batch, side, run)
+    select = np.tile(np.arange(100) < 50, 2)
+    bound = audit_bound(s[:, 0].ravel(), s[:, 1].ravel(), select, epsilon_claimed=1.0,
+                        delta_claimed=0.0, mu_claimed=math.nan, alpha=alpha)
+    assert float(ds.epsilon_lower_bound.sel(**pt)) == bound.epsilon_lb
+    # the report has the audit section
+    md = (tmp_path / "r.md").read_text()
+    assert "## Privacy audit" in md and "| op | logistic | 5 | 2 |" in md
+
+
+def test_the_multiplicity_counts_applicable_points_before_any_run() -> None:
+    plan = plan_audits(parse_suite(SUITE))
+    assert plan.n_points == 6 and len(plan.not_applicable) == 2
+    assert plan.alpha == pytest.approx(0.05 / 6)
+
+
+@pytest.mark.slow
+def test_identical_store_with_1_and_2_workers(tmp_path: Path) -> None:
+    # 2 points x 2 batches of 100 runs: 4 cells packed into 2 tasks (2000 units per run)
+    suite = parse_suite(SUITE.replace("n: [2, 5]", "n: [3]").replace(", {problem: lb_quad}", ""))
+    assert sum(a.n_batches * len(a.canaries) for a in suite.audits) == 4
+    one, two = tmp_path / "one.zarr", tmp_path / "two.zarr"
+    run_audits(suite, one, workers=1, progress=False)
+    run_audits(suite, two, workers=2, progress=False)
+    _assert_identical(one, two, ["outpert"])
+
+
+def test_resume_skips_done_batches_and_ends_identical(tmp_path: Path) -> None:
+    suite = parse_suite(SUITE)
+    ref = tmp_path / "ref.zarr"
+    run_audits(suite, ref, workers=0, progress=False)
+
+    seen: list[int] = []
+
+    def stop_after_first(res: AuditTaskResult) -> None:
+        seen.append(len(res.batches))
+        raise KeyboardInterrupt
+
+    store = tmp_path / "resume.zarr"
+    with pytest.raises(KeyboardInterrupt):
+        run_audits(suite, store, workers=0, progress=False, on_result=stop_after_first)
+    done_before = int((_load(store, "outpert").batch_status == DONE).sum())
+    assert done_before == seen[0] and 0 < done_before < 12
+    summary = run_audits(suite, store, workers=0, progress=False)
+    assert summary.computed == 12 - done_before  # only the missing batches ran
+    _assert_identical(ref, store, ["outpert"])
+    again = run_audits(suite, store, workers=0, progress=False)
+    assert again.computed == 0
+
+
+def test_exit_1_on_a_violation_of_an_expect_private_point(tmp_path: Path,
+                                                          capsys: pytest.CaptureFixture[str],
+                                                          ) -> None:
+    # Noise for ε = 50 while claiming ε = 1: with 100 confirmation runs per side the scores
+    # separate completely, so ε_lb ≈ log(0.95 / (log(4K/α)/100)) ≈ 3.0 > 1 (K = 2): a margin far
+    # from chance, and deterministic (fixed root seed).
+    text = SMALL + ZOO.replace("{expect}", "private")
+    store = tmp_path / "v.zarr"
+    rc = main(["audit", str(_write(tmp_path, text)), "--store", str(store), "--workers", "0",
+               "--quiet"])
+    out = capsys.readouterr().out
+    assert rc == 1 and "PRIVACY VIOLATION: zoo/leaky" in out, out
+    ds = _load(store, "zoo")
+    assert bool(ds.violation.all()) and float(ds.audit_gap.min()) < 0
+    assert float(ds.epsilon_lower_bound.min()) > 2.0
+    assert not _load(store, "outpert").violation.any()  # the correct mechanism still passes
+
+
+def test_exit_0_when_the_zoo_is_caught_and_1_when_it_is_missed(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    caught = SMALL + ZOO.replace("{expect}", "violation")
+    assert main(["audit", str(_write(tmp_path, caught)), "--store", str(tmp_path / "c.zarr"),
+                 "--workers", "0", "--quiet"]) == 0
+    # a correct mechanism declared as a zoo member is (correctly) not flagged: a miss, exit 1
+    missed = caught.replace("algorithm: test_leaky_outpert", "algorithm: output_perturbation")
+    rc = main(["audit", str(_write(tmp_path, missed, "m.yaml")), "--store",
+               str(tmp_path / "m.zarr"), "--workers", "0", "--quiet"])
+    assert rc == 1 and "NOT DETECTED: zoo/leaky" in capsys.readouterr().out
+
+
+def test_a_changed_audit_is_refused_unless_restart(tmp_path: Path,
+                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    store = tmp_path / "c.zarr"
+    small = SUITE.replace("n: [2, 5]", "n: [2]")
+    assert main(["audit", str(_write(tmp_path, small)), "--store", str(store), "--workers", "0",
+                 "--quiet"]) == 0
+    changed = _write(tmp_path, small.replace("p: [2]", "p: [3]"), "c.yaml")
+    assert main(["audit", str(changed), "--store", str(store), "--workers", "0",
+                 "--quiet"]) == 2
+    assert "different definition" in capsys.readouterr().err
+    meta = Store.open(store).root.attrs[ROOT_KEY]
+    assert meta["suite_yaml"] == small and len(meta["runs"]) == 1  # nothing written
+    assert main(["audit", str(changed), "--store", str(store), "--workers", "0", "--quiet",
+                 "--restart"]) == 0
+    assert list(_load(store, "outpert").p.values) == [3]
+
+
+def test_a_failing_cell_is_recorded_and_the_audit_goes_on(tmp_path: Path) -> None:
+    text = SMALL.replace("algorithms: [{label: op, algorithm: output_perturbation}]",
+                         "algorithms: [{label: op, algorithm: output_perturbation}, "
+                         "{label: bad, algorithm: test_failing_outpert}]")
+    summary = run_audits(parse_suite(text), tmp_path / "f.zarr", workers=0, progress=False)
+    ds = _load(tmp_path / "f.zarr", "outpert")
+    bad, ok = ds.sel(algorithm="bad"), ds.sel(algorithm="op")
+    assert np.all(bad.batch_status.values == FAILED) and summary.failed == 2
+    assert all("RuntimeError: deliberate failure" in str(e) for e in bad.batch_error.values.ravel())
+    assert int(bad.runs_completed.sum()) == 0 and np.isnan(bad.epsilon_lower_bound).all()
+    assert np.all(ok.batch_status.values == DONE) and int(ok.runs_completed.sum()) == 200
+    assert [r.verdict for r in summary.results] == ["pass", "no runs"]

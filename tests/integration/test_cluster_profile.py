@@ -1,0 +1,318 @@
+"""Cluster profiles: the shipped local profile runs a suite (same cube as inline); the SLURM/PBS
+profiles render the right job scripts without submitting anything; bad profiles are clear errors
+listing every problem with exit code 2 and nothing written; --scheduler-file runs a suite."""
+
+from __future__ import annotations
+
+import os
+import re
+import stat
+from pathlib import Path
+
+import pytest
+
+from dpbench.cli.main import main
+from dpbench.config.cluster import ProfileError, load_profile, parse_walltime, render_profile
+from dpbench.config.suite import load_suite
+from dpbench.core.errors import UserInputError
+from dpbench.engine.runner import run_suite
+from tests.support.cubes import assert_cubes_identical
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_shipped_local_profile_is_valid() -> None:
+    prof = load_profile(ROOT / "cluster" / "local.yaml")
+    assert (prof.module, prof.cls) == ("distributed", "LocalCluster")
+    assert prof.dask_config == {"distributed.scheduler.allowed-failures": 5}
+
+
+@pytest.mark.slow
+def test_run_through_the_local_profile(tiny_suite_file: Path, tmp_path: Path) -> None:
+    store = tmp_path / "p.zarr"
+    assert main(["run", str(tiny_suite_file), "--store", str(store), "--quiet",
+                 "--cluster", str(ROOT / "cluster" / "local.yaml")]) == 0
+    ref = tmp_path / "ref.zarr"
+    run_suite(load_suite(tiny_suite_file), ref, workers=0, progress=False)
+    assert_cubes_identical(ref, store, ["approx", "pure"])
+
+
+@pytest.mark.parametrize("text,fragment", [
+    ("cluster: {module: distributed, clas: LocalCluster}", "cluster.clas: unknown field"),
+    ("clusters: {}", "a profile is a mapping with a 'cluster' field"),
+    ("cluster: {module: no_such_module_xyz, class: X}", "cannot load no_such_module_xyz.X"),
+    ("cluster: [1, 2]", "cluster: must be a mapping"),
+    ("cluster: {module: distributed, class: LocalCluster}\nscale: 3", "scale: must be a mapping"),
+])
+def test_bad_profiles(tmp_path: Path, tiny_suite_file: Path, text: str, fragment: str,
+                      capsys: pytest.CaptureFixture[str]) -> None:
+    prof = tmp_path / "bad.yaml"
+    prof.write_text(text)
+    store = tmp_path / "s.zarr"
+    code = main(["run", str(tiny_suite_file), "--store", str(store), "--cluster", str(prof), "--quiet"])
+    assert code == 2
+    assert fragment in capsys.readouterr().err
+    assert not store.exists()
+    if "no_such_module" not in text:
+        with pytest.raises(UserInputError):
+            load_profile(prof)
+
+
+# --- shipped HPC / Kubernetes profiles ---------------------------------------------------------
+
+
+def _seconds(duration: str) -> float:
+    from dask.utils import parse_timedelta
+
+    return parse_timedelta(duration, default="s")
+
+
+@pytest.fixture
+def no_batch_system(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Fake sbatch/qsub/squeue/qstat on PATH that record any call: rendering must submit nothing."""
+    bin_dir, log = tmp_path / "fakebin", tmp_path / "batch-calls.log"
+    bin_dir.mkdir()
+    for cmd in ("sbatch", "qsub", "squeue", "qstat", "scancel", "qdel"):
+        f = bin_dir / cmd
+        f.write_text(f"#!/bin/sh\necho {cmd} \"$@\" >> {log}\nexit 1\n")
+        f.chmod(f.stat().st_mode | stat.S_IEXEC)
+    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
+    return log
+
+
+@pytest.mark.parametrize("name,family", [("local", "generic"), ("slurm", "jobqueue"),
+                                         ("pbs", "jobqueue"), ("kubernetes", "kubernetes")])
+def test_shipped_profiles_are_valid(name: str, family: str) -> None:
+    prof = load_profile(ROOT / "cluster" / f"{name}.yaml")
+    assert prof.family == family
+    if family == "jobqueue":
+        assert prof.adapt == {"minimum_jobs": 0, "maximum_jobs": 10}
+        assert prof.kwargs["cores"] == prof.kwargs["processes"]
+
+
+def _job_script(capsys: pytest.CaptureFixture[str], profile: Path) -> str:
+    assert main(["profile", str(profile)]) == 0
+    out = capsys.readouterr().out
+    assert "nothing was submitted" in out
+    return out.split("nothing was submitted):", 1)[1]
+
+
+def _check_worker_command(script: str, walltime_s: float) -> None:
+    worker = next(line for line in script.splitlines() if "dask_worker" in line)
+    assert "--nthreads 1 " in worker and "--nworkers 8" in worker
+    life = _seconds(re.search(r"--lifetime (\S+)", worker).group(1))
+    stagger = _seconds(re.search(r"--lifetime-stagger (\S+)", worker).group(1))
+    assert 0 < life + stagger < walltime_s
+
+
+def test_slurm_job_script(capsys: pytest.CaptureFixture[str], no_batch_system: Path) -> None:
+    pytest.importorskip("dask_jobqueue")
+    script = _job_script(capsys, ROOT / "cluster" / "slurm.yaml")
+    for directive in ("#SBATCH -t 01:00:00", "#SBATCH --cpus-per-task=8", "#SBATCH --mem=30G",
+                      "#SBATCH -p CHANGE-ME-partition", "#SBATCH -A CHANGE-ME-account",
+                      "#SBATCH --output=dpbench-worker-%j.out"):
+        assert directive in script.splitlines(), directive
+    assert "source ~/venvs/dpbench/bin/activate" in script
+    _check_worker_command(script, 3600)
+    assert not no_batch_system.exists(), no_batch_system.read_text()
+
+
+def test_pbs_job_script(capsys: pytest.CaptureFixture[str], no_batch_system: Path) -> None:
+    pytest.importorskip("dask_jobqueue")
+    script = _job_script(capsys, ROOT / "cluster" / "pbs.yaml")
+    for directive in ("#PBS -l walltime=01:00:00", "#PBS -l select=1:ncpus=8:mem=30GB",
+                      "#PBS -q CHANGE-ME-queue", "#PBS -A CHANGE-ME-account", "#PBS -j oe"):
+        assert directive in script.splitlines(), directive
+    _check_worker_command(script, 3600)
+    assert not no_batch_system.exists(), no_batch_system.read_text()
+
+
+def test_kubernetes_manifest(capsys: pytest.CaptureFixture[str]) -> None:
+    pytest.importorskip("dask_kubernetes")
+    import yaml
+
+    assert main(["profile", str(ROOT / "cluster" / "kubernetes.yaml")]) == 0
+    manifest = yaml.safe_load(capsys.readouterr().out.split("(nothing was created):", 1)[1])
+    assert manifest["kind"] == "DaskCluster" and manifest["metadata"]["name"] == "dpbench"
+    worker = manifest["spec"]["worker"]
+    assert worker["replicas"] == 2
+    container = worker["spec"]["containers"][0]
+    assert container["resources"]["limits"] == {"cpu": "1", "memory": "2Gi"}
+    assert container["args"][:4] == ["dask", "worker", "--nthreads", "1"]
+
+
+def test_local_profile_summary(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["profile", str(ROOT / "cluster" / "local.yaml")]) == 0
+    assert "would start LocalCluster with 2 worker(s) x 1 thread(s)" in capsys.readouterr().out
+
+
+BAD_SLURM = """
+clustr: 1
+cluster:
+  module: dask_jobqueue
+  class: SLURMCluster
+  kwargs:
+    cores: 4
+    processes: 4
+    memory: 4GB
+    walltim: "01:00:00"
+    walltime: "00:30:00"
+    worker_extra_args: ["--lifetime", "28m", "--lifetime-stagger", "2m"]
+adapt: {minimum_job: 0, maximum_jobs: 3}
+dask_config: {distributed.scheduler.allowed-failure: 3}
+"""
+
+
+def test_bad_profile_lists_every_error(tmp_path: Path, tiny_suite_file: Path,
+                                       capsys: pytest.CaptureFixture[str]) -> None:
+    pytest.importorskip("dask_jobqueue")
+    prof = tmp_path / "bad.yaml"
+    prof.write_text(BAD_SLURM)
+    assert main(["profile", str(prof)]) == 2
+    err = capsys.readouterr().err
+    expected = [
+        "clustr: unknown field (did you mean 'cluster'?); allowed: version, description, cluster",
+        "cluster.kwargs.walltim: unknown keyword argument of SLURMCluster (did you mean "
+        "'walltime'?); allowed: account,",
+        "cluster.kwargs.worker_extra_args: worker --lifetime 1680 s + --lifetime-stagger 120 s "
+        "must be shorter than walltime 00:30:00 (1800 s)",
+        "adapt.minimum_job: unknown field (did you mean 'minimum_jobs'?); allowed: minimum_jobs, "
+        "maximum_jobs",
+        "dask_config.distributed.scheduler.allowed-failure: not a distributed config key (did you "
+        "mean 'distributed.scheduler.allowed-failures'?)",
+    ]
+    assert "5 errors in the cluster profile" in err
+    for fragment in expected:
+        assert f"{prof}: {fragment}" in err, fragment
+    store = tmp_path / "s.zarr"
+    assert main(["run", str(tiny_suite_file), "--store", str(store), "--cluster", str(prof),
+                 "--quiet"]) == 2
+    assert not store.exists()
+    with pytest.raises(ProfileError) as info:
+        load_profile(prof)
+    assert len(info.value.problems) == 5
+
+
+@pytest.mark.parametrize("kwargs,adapt,fragment", [
+    ("cores: 2\n    processes: 2\n    memory: 2GB\n    walltime: '00:30:00'", None,
+     "cluster.kwargs.worker_extra_args: no worker --lifetime"),
+    ("cores: 2\n    processes: 1\n    memory: 2GB\n    walltime: '1:00:00'\n"
+     "    worker_extra_args: [--lifetime=50m]", None,
+     "cluster.kwargs.processes: cores=2, processes=1 gives 2 thread(s) per worker"),
+    ("cores: 2\n    processes: 2\n    memory: lots\n    walltime: '1:00:00'\n"
+     "    worker_extra_args: [--lifetime=50m]", None, "cluster.kwargs.memory: 'lots' is not"),
+    ("cores: 2\n    processes: 2\n    memory: 2GB\n    worker_extra_args: [--lifetime=50m]",
+     None, "cluster.kwargs.walltime: required"),
+    ("cores: 2\n    processes: 2\n    memory: 2GB\n    walltime: '1:00:00'\n"
+     "    worker_extra_args: [--lifetime=50m]", "{maximum_jobs: 2, minimum_jobs: 3}",
+     "adapt.minimum_jobs: 3 is larger than adapt.maximum_jobs = 2"),
+    ("cores: 2\n    processes: 2\n    memory: 2GB\n    walltime: '1:00:00'\n"
+     "    worker_extra_args: [--lifetime=50m]", "{jobs: 2}",
+     "adapt.jobs: unknown field"),
+    ("cores: 2\n    processes: 2\n    memory: 2GB\n    walltime: '1:00:00'\n"
+     "    worker_extra_args: [--lifetime, 50 parsecs]", None,
+     "--lifetime/--lifetime-stagger value is not a duration"),
+])
+def test_bad_jobqueue_profiles(tmp_path: Path, kwargs: str, adapt: str | None,
+                               fragment: str) -> None:
+    text = f"cluster:\n  module: dask_jobqueue\n  class: PBSCluster\n  kwargs:\n    {kwargs}\n"
+    if adapt:
+        text += f"adapt: {adapt}\n"
+    prof = tmp_path / "pbs.yaml"
+    prof.write_text(text)
+    with pytest.raises(ProfileError) as info:
+        load_profile(prof)
+    assert fragment in str(info.value)
+
+
+@pytest.mark.parametrize("text,fragment", [
+    ("cluster: {module: distributed, class: LocalCluster, kwargs: {n_worker: 2}}",
+     "cluster.kwargs.n_worker: unknown keyword argument of LocalCluster (did you mean "
+     "'n_workers'?)"),
+    ("cluster: {module: distributed, class: LocalCluster}\nscale: {jobs: 2}",
+     "scale.jobs: unknown field; allowed: n, memory, cores"),
+    ("cluster: {module: distributed, class: LocalCluster}\nscale: {n: 2}\nadapt: {maximum: 3}",
+     "scale: give scale (a fixed size) or adapt (adaptive), not both"),
+    ("cluster: {module: distributed, class: LocalCluster}\nversion: 2",
+     "version: unsupported version 2; allowed: 1"),
+    ("cluster: {module: dask_kubernetes.operator, class: KubeCluster, kwargs: {name: x, "
+     "n_workers: -1, resources: {limit: {}}}}",
+     "cluster.kwargs.image: required string"),
+    ("cluster: {module: dask_kubernetes.operator, class: KubeCluster, kwargs: {name: x, "
+     "image: i, resources: {limit: {}}}}",
+     "cluster.kwargs.resources.limit: unknown field (did you mean 'limits'?)"),
+])
+def test_bad_profile_fields(tmp_path: Path, text: str, fragment: str) -> None:
+    prof = tmp_path / "p.yaml"
+    prof.write_text(text)
+    with pytest.raises(ProfileError) as info:
+        load_profile(prof)
+    assert fragment in str(info.value)
+
+
+@pytest.mark.parametrize("text,unit,seconds", [
+    ("01:00:00", "minutes", 3600), ("1-02:00:00", "minutes", 93600), ("30", "minutes", 1800),
+    ("30", "seconds", 30), ("05:30", "minutes", 330), ("2-12", "minutes", 216000),
+])
+def test_parse_walltime(text: str, unit: str, seconds: float) -> None:
+    assert parse_walltime(text, unit) == seconds
+
+
+def test_parse_walltime_rejects_garbage() -> None:
+    with pytest.raises(ValueError, match="not a walltime"):
+        parse_walltime("1h")
+
+
+def test_render_without_the_optional_package(tmp_path: Path,
+                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    """A Kubernetes profile is still validated (structurally) where dask-kubernetes is absent."""
+    import dpbench.config.cluster as cluster_mod
+
+    monkeypatch.setattr(cluster_mod, "_import_class", lambda module, cls: None)
+    out = render_profile(ROOT / "cluster" / "kubernetes.yaml")
+    assert "not rendered" in out and "dp-ratebench[kubernetes]" in out
+
+
+# --- --scheduler-file --------------------------------------------------------------------------
+
+@pytest.mark.parametrize("content,extra,fragment", [
+    (None, [], "no such file"),
+    ("{not json", [], "malformed JSON"),
+    ('{"id": "x"}', [], "a JSON object with an 'address' field"),
+    ('{"address": "tcp://127.0.0.1:1"}', ["--scheduler", "tcp://127.0.0.1:1"],
+     "give --scheduler ADDRESS or --scheduler-file FILE, not both"),
+])
+def test_bad_scheduler_file(tmp_path: Path, tiny_suite_file: Path, content: str | None,
+                            extra: list[str], fragment: str,
+                            capsys: pytest.CaptureFixture[str]) -> None:
+    sched = tmp_path / "scheduler.json"
+    if content is not None:
+        sched.write_text(content)
+    store = tmp_path / "s.zarr"
+    assert main(["run", str(tiny_suite_file), "--store", str(store), "--quiet",
+                 "--scheduler-file", str(sched), *extra]) == 2
+    assert fragment in capsys.readouterr().err
+    assert not store.exists()
+
+
+@pytest.mark.slow
+def test_run_through_a_scheduler_file(tiny_suite_file: Path, tmp_path: Path,
+                                      monkeypatch: pytest.MonkeyPatch,
+                                      capsys: pytest.CaptureFixture[str]) -> None:
+    from distributed import LocalCluster
+
+    sched = tmp_path / "scheduler.json"
+    # The scheduler file wins over DASK_SCHEDULER_ADDRESS (which points nowhere here).
+    monkeypatch.setenv("DASK_SCHEDULER_ADDRESS", "tcp://127.0.0.1:9")
+    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None,
+                      scheduler_kwargs={"scheduler_file": str(sched)}) as cluster:
+        assert sched.exists()
+        store = tmp_path / "f.zarr"
+        assert main(["run", str(tiny_suite_file), "--store", str(store), "--quiet",
+                     "--scheduler-file", str(sched)]) == 0
+        assert f"backend: scheduler {cluster.scheduler_address} (from {sched})" \
+            in capsys.readouterr().out
+    monkeypatch.delenv("DASK_SCHEDULER_ADDRESS")
+    ref = tmp_path / "ref.zarr"
+    run_suite(load_suite(tiny_suite_file), ref, workers=0, progress=False)
+    assert_cubes_identical(ref, store, ["approx", "pure"])

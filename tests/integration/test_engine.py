@@ -1,0 +1,198 @@
+"""The engine end to end: cube layout, determinism across backends and worker counts, failures,
+not-applicable cells, resume."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from dpbench import Algorithm, Param, PrivacyLedger, Release
+from dpbench.cli.main import main
+from dpbench.config.suite import load_suite, parse_suite
+from dpbench.core import registry
+from dpbench.core.errors import StoreError
+from dpbench.core.schema import DONE, FAILED, NOT_APPLICABLE
+from dpbench.core.time_limit import checkpoint
+from dpbench.engine.runner import run_suite
+from dpbench.store.cube import Store
+from tests.support.cubes import assert_cubes_identical, open_cube
+
+
+def test_cube_layout_and_values(tiny_suite_file: Path, tmp_path: Path) -> None:
+    store = tmp_path / "cube.zarr"
+    summary = run_suite(load_suite(tiny_suite_file), store, workers=0, progress=False)
+    assert summary.complete
+    ds = open_cube(store, "approx")
+    assert ds.excess_risk.dims == ("algorithm", "problem", "n", "p", "epsilon", "delta", "seed")
+    assert list(ds.algorithm.values) == ["nonprivate", "sgd", "sgd_sc"]
+    for var in ("excess_risk", "population_excess_risk", "wall_time_s", "grad_queries", "status",
+                "error", "epsilon_spent", "delta_spent", "optimum_gap"):
+        assert var in ds
+    st = ds.status.values
+    assert set(np.unique(st)) <= {DONE, NOT_APPLICABLE}
+    done = st == DONE
+    assert np.all(np.isfinite(ds.excess_risk.values[done]))
+    assert np.all(ds.excess_risk.values[done] >= -1e-9)
+    # the strongly convex variant is not applicable to the (merely convex) linear loss
+    na = ds.status.sel(algorithm="sgd_sc", problem="lb_lin").values
+    assert np.all(na == NOT_APPLICABLE)
+    assert "strongly_convex" in str(ds.error.sel(algorithm="sgd_sc", problem="lb_lin").values.flat[0])
+    # the non-private reference sits at the certified optimum
+    ref = ds.excess_risk.sel(algorithm="nonprivate").values
+    assert np.all(np.abs(ref) <= 1e-9)
+    # NoisySGD spent no more than its budget and is at least as bad as the reference
+    sgd = ds.sel(algorithm="sgd")
+    assert np.all(sgd.epsilon_spent.values <= 1.0 + 1e-9)
+    assert np.all(sgd.delta_spent.values <= 1e-5 * (1 + 1e-9))
+    assert np.all(sgd.grad_queries.values == (sgd.n.values[None, :, None, None, None, None] ** 2 - 1))
+    assert ds.attrs["algorithms"]["sgd"]["rate_card"]["citation"].startswith("BST14")
+    assert ds.attrs["problems"]["lb_quad"]["constants"]["L"] == 2.0
+    pure = open_cube(store, "pure")
+    assert np.all(pure.status.sel(problem="hinge_svm").values == NOT_APPLICABLE)
+    assert np.all(pure.status.sel(problem="lb_quad").values == DONE)
+    assert np.all(pure.delta_spent.sel(problem="lb_quad").values == 0.0)
+    logistic = pure.population_excess_risk.sel(problem="logistic").values
+    assert np.all(np.isfinite(logistic))
+
+
+def test_paired_data_across_algorithms(tiny_suite_file: Path, tmp_path: Path) -> None:
+    """Same (problem, n, p, seed) -> same data for every algorithm and epsilon: the non-private
+    optimum's gap is identical across algorithms' rows and epsilon values by construction; here we
+    check that the data stream ignores the experiment and the algorithm."""
+    from dpbench.core.seeding import data_identity, make_rng
+    from dpbench.engine.cells import dataset_and_optimum
+    from dpbench.problems.lb_quad import LBQuad
+
+    ident = data_identity("lb_quad", LBQuad().get_params(), 10, 3, 1)
+    a, _ = dataset_and_optimum(LBQuad(), ident, 7)
+    b = LBQuad().generate(10, 3, make_rng(ident, 7))
+    assert np.array_equal(a.X, b.X)
+
+
+@pytest.mark.slow
+def test_inline_and_local_cluster_worker_counts_bit_identical(tiny_suite_file: Path,
+                                                              tmp_path: Path) -> None:
+    suite = load_suite(tiny_suite_file)
+    ref = tmp_path / "inline.zarr"
+    run_suite(suite, ref, workers=0, progress=False)
+    for workers in (1, 2, 4):
+        out = tmp_path / f"w{workers}.zarr"
+        summary = run_suite(suite, out, workers=workers, progress=False)
+        assert summary.complete, summary
+        assert "LocalCluster" in summary.backend
+        assert_cubes_identical(ref, out, ["approx", "pure"])
+
+
+# --- failures ---------------------------------------------------------------------------------
+
+class Flaky(Algorithm):
+    """Test mechanism: fails for some seeds, returns NaN for others, may hang."""
+
+    name = "test_flaky"
+    privacy = "approx"
+    requires = ("convex",)
+    params = {"mode": Param("raise", kind="str", choices=("raise", "nan", "hang", "overrun", "ok"))}
+
+    def run(self, data: Any, problem: Any, *, epsilon: float, delta: float,
+            rng: np.random.Generator) -> Release:
+        u = rng.random()
+        theta = problem.constraint.center(data.p)
+        if self.mode == "raise" and u < 0.5:
+            raise ValueError(f"planted failure u={u:.3f}")
+        if self.mode == "nan" and u < 0.5:
+            theta = theta + np.nan
+        if self.mode == "hang":
+            while True:
+                time.sleep(0.01)
+                checkpoint()
+        if self.mode == "overrun":
+            time.sleep(0.3)
+        return Release(theta, PrivacyLedger.from_charges(), iterations=1)
+
+
+@pytest.fixture
+def flaky_registered() -> Any:
+    registry.register("algorithms", Flaky)
+    yield
+    registry.available("algorithms", refresh=True)
+
+
+FLAKY_SUITE = """
+name: flaky
+seeds: 6
+cell_timeout_s: 0.2
+experiments:
+  - name: e
+    problems: [{problem: lb_lin}]
+    algorithms:
+      - {label: raise, algorithm: test_flaky, params: {mode: raise}}
+      - {label: nan, algorithm: test_flaky, params: {mode: nan}}
+      - {label: hang, algorithm: test_flaky, params: {mode: hang}}
+      - {label: overrun, algorithm: test_flaky, params: {mode: overrun}}
+      - {label: ok, algorithm: test_flaky, params: {mode: ok}}
+    grid: {n: [4], p: [2], epsilon: [1.0], delta: [1e-5]}
+"""
+
+
+def test_failing_cells_are_recorded_and_the_sweep_goes_on(flaky_registered: Any, tmp_path: Path,
+                                                           capsys: pytest.CaptureFixture[str]) -> None:
+    suite = parse_suite(FLAKY_SUITE, "flaky.yaml")
+    store = tmp_path / "f.zarr"
+    summary = run_suite(suite, store, workers=0, progress=False)
+    ds = open_cube(store, "e")
+    st = ds.status.squeeze()
+    err = ds.error.squeeze()
+    raised = st.sel(algorithm="raise").values
+    assert (raised == FAILED).any() and (raised == DONE).any()
+    assert all("planted failure" in e for e in err.sel(algorithm="raise").values[raised == FAILED])
+    nan = st.sel(algorithm="nan").values
+    assert (nan == FAILED).any()
+    assert all("not finite" in e for e in err.sel(algorithm="nan").values[nan == FAILED])
+    assert np.all(st.sel(algorithm="hang").values == FAILED)
+    assert all("time limit" in e for e in err.sel(algorithm="hang").values)
+    assert np.all(st.sel(algorithm="overrun").values == FAILED)
+    assert np.all(st.sel(algorithm="ok").values == DONE)
+    assert summary.failed == int((ds.status.values == FAILED).sum())
+    # failures are visible in `dpbench status`
+    assert main(["status", str(store), "--failures", "3"]) == 0
+    out = capsys.readouterr().out
+    assert "failed [e]" in out
+    # a resume retries failed cells only: done cells keep their bytes
+    before = open_cube(store, "e")
+    run_suite(suite, store, workers=0, progress=False)
+    after = open_cube(store, "e")
+    done = before.status.values == DONE
+    assert np.array_equal(before.excess_risk.values[done], after.excess_risk.values[done])
+    assert np.array_equal(before.wall_time_s.values[done], after.wall_time_s.values[done])
+    assert np.array_equal(before.status.values, after.status.values)
+
+
+def test_resume_computes_only_pending_and_refuses_changed_suite(tiny_suite_file: Path,
+                                                                 tmp_path: Path) -> None:
+    suite = load_suite(tiny_suite_file)
+    store = tmp_path / "r.zarr"
+    ref = tmp_path / "ref.zarr"
+    run_suite(suite, ref, workers=0, progress=False)
+    # simulate a crash: run, then reset some chunks' status to pending (as if never committed)
+    run_suite(suite, store, workers=0, progress=False)
+    s = Store.open(store, mode="r+")
+    st = s.root["approx"]["status"]
+    st[1, 0, 2, ...] = np.zeros(st.shape[3:], dtype=np.uint8)
+    st[2, 1, 0, ...] = np.zeros(st.shape[3:], dtype=np.uint8)
+    s.root["approx"]["excess_risk"][1, 0, 2, ...] = np.full(st.shape[3:], 123.0)
+    summary = run_suite(suite, store, workers=0, progress=False)
+    assert summary.computed == 2 * suite.experiments[0].seeds
+    assert_cubes_identical(ref, store, ["approx", "pure"])
+    # nothing pending: a re-run computes nothing
+    assert run_suite(suite, store, workers=0, progress=False).computed == 0
+    changed = parse_suite(tiny_suite_file.read_text().replace("seeds: 4", "seeds: 5"), "changed.yaml")
+    with pytest.raises(StoreError, match="--restart"):
+        run_suite(changed, store, workers=0, progress=False)
+    cosmetic = parse_suite(tiny_suite_file.read_text().replace("name: tiny", "name: tiny\ndescription: x"))
+    assert run_suite(cosmetic, store, workers=0, progress=False).computed == 0
+    summary = run_suite(changed, store, workers=0, progress=False, restart=True)
+    assert summary.complete and open_cube(store, "approx").sizes["seed"] == 5

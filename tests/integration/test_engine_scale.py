@@ -1,0 +1,156 @@
+"""Engine changes for large sweeps: status chunk layout, batched writes, cost-aware packing."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from dpbench.config.suite import load_suite, parse_suite
+from dpbench.core.schema import DONE, FAILED, FLOAT_VARS, NOT_APPLICABLE, PENDING, ChunkResult
+from dpbench.engine.plan import CELL_OVERHEAD_COST, MAX_CHUNKS_PER_TASK, expand, pack
+from dpbench.engine.runner import run_suite
+from dpbench.store.cube import STATUS_CHUNK_CELLS, VALUE_CHUNK_CELLS, Store, chunk_shape
+from tests.support.cubes import assert_cubes_identical, open_cube
+
+
+@pytest.mark.parametrize(("shape", "budget", "expected"), [
+    ((3, 2, 5, 1, 4, 1, 10), 1000, (2, 2, 5, 1, 4, 1, 10)),     # whole grids, part of algorithm
+    ((3, 2, 50, 1, 4, 1, 10), 1000, (1, 1, 25, 1, 4, 1, 10)),   # part of the n axis
+    ((2, 2, 7), 3, (1, 1, 7)),                                  # always a whole seed row
+    ((2, 3, 4), 10 ** 6, (2, 3, 4)),                            # everything in one chunk
+])
+def test_chunk_shape_groups_whole_trailing_axes(shape: tuple[int, ...], budget: int,
+                                                 expected: tuple[int, ...]) -> None:
+    chunks = chunk_shape(shape, budget)
+    assert chunks == expected
+    assert np.prod(chunks) <= max(budget, shape[-1])
+
+
+def test_store_status_is_chunked_by_grid_blocks(tiny_suite_file: Path, tmp_path: Path) -> None:
+    suite = load_suite(tiny_suite_file)
+    store = Store.prepare(tmp_path / "s.zarr", suite)
+    g = store.root["approx"]
+    assert g["status"].chunks == chunk_shape(g["status"].shape, STATUS_CHUNK_CELLS)
+    for var in (*FLOAT_VARS, "error"):
+        assert g[var].chunks == chunk_shape(g[var].shape, VALUE_CHUNK_CELLS)
+    for var in (*FLOAT_VARS, "error", "status"):  # whole seed rows, several grid points per chunk
+        assert g[var].chunks[-1] == g[var].shape[-1]
+        assert np.prod(g[var].chunks) > g[var].shape[-1]
+
+
+def _result(index: tuple[int, ...], seeds: tuple[int, ...], n_seeds: int, value: float,
+            code: int) -> ChunkResult:
+    k = len(seeds)
+    return ChunkResult("approx", index, seeds, k == n_seeds,
+                       {v: np.full(k, value) for v in FLOAT_VARS},
+                       np.full(k, code, dtype=np.uint8), [f"e{value}"] * k)
+
+
+def test_write_many_merges_rows_sharing_a_zarr_chunk(tiny_suite_file: Path,
+                                                          tmp_path: Path) -> None:
+    suite = load_suite(tiny_suite_file)
+    store = Store.prepare(tmp_path / "s.zarr", suite)
+    s = suite.experiments[0].seeds
+    a, b = (0, 0, 0, 0, 0, 0), (0, 0, 1, 0, 0, 0)  # two rows of the same zarr chunks
+    store.write_many([_result(a, tuple(range(s)), s, 1.5, DONE),
+                      _result(b, tuple(range(s)), s, 2.5, FAILED)])
+    st = store.status("approx")
+    assert np.all(st[a] == DONE) and np.all(st[b] == FAILED)
+    assert np.count_nonzero(st != PENDING) == 2 * s
+    er = store.root["approx"]["excess_risk"]
+    assert np.all(er[a] == 1.5) and np.all(er[b] == 2.5)
+    assert list(store.root["approx"]["error"][b]) == ["e2.5"] * s
+    # a partial (non-fresh) write keeps the stored seeds and only replaces the requested ones
+    store.write_many([_result(b, (1, 3), s, 9.0, DONE)])
+    st = store.status("approx")
+    assert list(st[b]) == [FAILED, DONE, FAILED, DONE]
+    assert list(er[b]) == [2.5, 9.0, 2.5, 9.0]
+    assert np.all(st[a] == DONE) and np.all(er[a] == 1.5)  # the neighbour row is untouched
+    assert list(store.root["approx"]["error"][b]) == ["e2.5", "e9.0", "e2.5", "e9.0"]
+
+
+def test_crash_between_values_and_status_leaves_cells_pending(tiny_suite_file: Path,
+                                                               tmp_path: Path,
+                                                               monkeypatch: pytest.MonkeyPatch,
+                                                               ) -> None:
+    """Values are written before status: a failure while committing status leaves the chunk
+    pending (recomputed on resume), never done without values."""
+    suite = load_suite(tiny_suite_file)
+    store = Store.prepare(tmp_path / "s.zarr", suite)
+    s = suite.experiments[0].seeds
+
+    def boom(self: Store, commits: object) -> None:
+        raise OSError("disk gone")
+
+    monkeypatch.setattr(Store, "_commit_status", boom)
+    with pytest.raises(OSError):
+        store.write_many([_result((0, 0, 0, 0, 0, 0), tuple(range(s)), s, 1.0, DONE)])
+    assert np.all(store.status("approx") == PENDING)
+    assert np.all(store.root["approx"]["excess_risk"][0, 0, 0, 0, 0, 0] == 1.0)
+
+
+def test_resume_after_partial_status_in_grouped_chunk(tiny_suite_file: Path,
+                                                      tmp_path: Path) -> None:
+    """Reset a few rows inside a shared status chunk: resume recomputes exactly those cells and
+    the cube equals an uninterrupted run; not-applicable rows survive the rewrite of their chunk."""
+    suite = load_suite(tiny_suite_file)
+    ref, store = tmp_path / "ref.zarr", tmp_path / "r.zarr"
+    run_suite(suite, ref, workers=0, progress=False)
+    run_suite(suite, store, workers=0, progress=False)
+    st = Store.open(store, mode="r+").root["approx"]["status"]
+    st[0, 1, 2, ...] = np.zeros(st.shape[3:], dtype=np.uint8)
+    st[1, 0, 0, 0, 0, 0, 1:3] = np.zeros(2, dtype=np.uint8)
+    summary = run_suite(suite, store, workers=0, progress=False)
+    assert summary.computed == suite.experiments[0].seeds + 2
+    assert_cubes_identical(ref, store, ["approx", "pure"])
+    assert np.all(open_cube(store, "approx").status.sel(algorithm="sgd_sc", problem="lb_lin")
+                  .values == NOT_APPLICABLE)
+    assert run_suite(suite, store, workers=0, progress=False).computed == 0
+
+
+def _trivial_suite(points: int, seeds: int) -> str:
+    return f"""
+name: scale
+seeds: {seeds}
+experiments:
+  - name: e
+    problems: [{{problem: lb_lin}}]
+    algorithms: [{{label: a, algorithm: nonprivate_erm}}]
+    grid: {{n: [4], p: [1], epsilon: {[float(i + 1) for i in range(points)]}}}
+"""
+
+
+def test_cheap_chunks_pack_by_cell_overhead_not_into_one_task() -> None:
+    """Trivial cells still cost ~CELL_OVERHEAD_COST each, so a large sweep of them is split into
+    many tasks (parallelism, progress) instead of a few 256-chunk tasks; packing is a function of
+    the suite only, and every chunk lands in exactly one task."""
+    suite = parse_suite(_trivial_suite(points=400, seeds=50))
+    chunks, na = expand(suite, suite.experiments[0])
+    assert not na and len(chunks) == 400
+    tasks = pack(chunks)
+    assert all(c.cost >= 50 * CELL_OVERHEAD_COST for c in chunks)
+    assert len(tasks) > len(chunks) / MAX_CHUNKS_PER_TASK * 4
+    packed = [c.index for t in tasks for c in t.chunks]
+    assert sorted(packed) == sorted(c.index for c in chunks)
+    assert [t.key for t in pack(chunks)] == [t.key for t in tasks]
+    costs = [t.cost for t in tasks]
+    assert costs[0] == max(costs)  # most expensive first
+
+
+def test_expand_builds_each_algorithm_configuration_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    suite = parse_suite(_trivial_suite(points=30, seeds=2))
+    spec = suite.experiments[0].algorithms[0]
+    calls = []
+    original = type(spec).build
+
+    def counting(self: object, axes: object) -> object:
+        if self is spec:
+            calls.append(axes)
+        return original(self, axes)
+
+    monkeypatch.setattr(type(spec), "build", counting)
+    chunks, _ = expand(suite, suite.experiments[0])
+    assert len(chunks) == 30
+    assert len(calls) == 1  # no extra axes routed to the algorithm: one configuration

@@ -1,0 +1,117 @@
+"""Failure injection: hard per-cell time limit, memory limit and loss of the scheduler.
+
+Each scenario (shared with ``scripts/inject_failures.py``, see ``tests/support/failures.py``)
+checks that the failure is recorded and visible in ``dpbench status``, that every other cell equals
+an uninterrupted run bit for bit, and that resuming gives the uninterrupted cube with no lost or
+duplicated cells. SIGKILL of a worker and of the client are covered by test_crash_recovery.py.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from dpbench.config.suite import load_suite, parse_suite
+from dpbench.core.errors import SuiteError
+from dpbench.engine.cells import needs_isolation, run_task
+from dpbench.engine.isolation import Killed, grace_s, reset_child, run_isolated
+from dpbench.engine.plan import expand, pack
+from tests.support import failures as tf
+
+
+@pytest.fixture(scope="module")
+def workspace(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tf.Workspace]:
+    yield tf.Workspace(tmp_path_factory.mktemp("faults")).prepare()
+
+
+# --- the isolation primitive ---------------------------------------------------------------------
+
+def _items(behaviour: str) -> Callable[[int, Callable[[], None]], object]:
+    """Item 1 misbehaves (``hang`` or ``die``); the others return their index and pid."""
+    def compute(i: int, heartbeat: Callable[[], None]) -> object:
+        if i == 1 and behaviour == "hang":
+            time.sleep(3600)
+        if i == 1 and behaviour == "die":
+            os._exit(9)
+        return i, os.getpid()
+
+    return compute
+
+
+def test_a_hung_item_is_killed_and_the_rest_run_in_a_fresh_child() -> None:
+    t0 = time.monotonic()
+    out = run_isolated(_items, "hang", 4, 0.2, None)
+    assert time.monotonic() - t0 < 0.2 + grace_s(0.2) + 10
+    assert out[0][0] == 0 and out[2][0] == 2 and out[3][0] == 3
+    assert isinstance(out[1], Killed) and "time limit of 0.2 s (killed)" in out[1].message
+    assert out[0][1] != out[2][1] == out[3][1] != os.getpid()  # a fresh child after the kill
+
+
+def test_an_item_whose_process_dies_is_failed_and_the_rest_continue() -> None:
+    out = run_isolated(_items, "die", 3, None, 64)
+    assert isinstance(out[1], Killed)
+    assert "died (exit code 9)" in out[1].message and "memory limit of 64 MB" in out[1].message
+    assert [out[0][0], out[2][0]] == [0, 2]
+
+
+def test_isolated_cells_equal_in_process_cells_bit_for_bit(tiny_suite_file: Path) -> None:
+    suite = load_suite(tiny_suite_file)
+    for exp in suite.experiments:
+        tasks = pack(expand(suite, exp)[0])
+        limited = [dataclasses.replace(t, chunks=tuple(dataclasses.replace(c, timeout_s=60.0)
+                                                       for c in t.chunks)) for t in tasks]
+        assert not needs_isolation(tasks[0], None) and needs_isolation(limited[0], None)
+        assert needs_isolation(tasks[0], 500.0)
+        plain = [run_task(t) for t in tasks]
+        reset_child()  # the next child inherits the kernels numba compiled for the plain run
+        hard = [run_task(t, memory_mb=2000.0) for t in limited]
+        for a, b in zip(plain, hard):
+            for ca, cb in zip(a.chunks, b.chunks):
+                assert np.array_equal(ca.status, cb.status) and ca.errors == cb.errors
+                for var, va in ca.values.items():
+                    if var != "wall_time_s":
+                        assert np.array_equal(va.view(np.uint64), cb.values[var].view(np.uint64))
+
+
+@pytest.mark.parametrize("value", [0, -5, "lots", True])
+def test_cell_memory_mb_is_validated(value: object) -> None:
+    text = tf.FAULT_SUITE.replace(f"cell_memory_mb: {tf.MEMORY_MB}", f"cell_memory_mb: {value!r}")
+    tf.register()
+    with pytest.raises(SuiteError, match="cell_memory_mb: must be a number of megabytes > 0"):
+        parse_suite(text)
+
+
+def test_unknown_top_level_field_lists_cell_memory_mb() -> None:
+    with pytest.raises(SuiteError, match="allowed: .*cell_memory_mb"):
+        parse_suite(tf.FAULT_SUITE.replace("cell_memory_mb", "cell_memory"))
+
+
+# --- whole runs ----------------------------------------------------------------------------------
+
+def _assert_passed(outcome: tf.Outcome, shown: str) -> None:
+    assert outcome.passed, outcome.line()
+    assert shown in outcome.status, outcome.line()
+
+
+@pytest.mark.slow
+def test_hanging_cells_are_killed_and_the_sweep_goes_on(workspace: tf.Workspace) -> None:
+    _assert_passed(tf.hanging_cell(workspace), tf.HUNG_MESSAGE)
+
+
+@pytest.mark.slow
+def test_memory_hungry_cells_fail_without_taking_the_worker_down(
+        workspace: tf.Workspace) -> None:
+    _assert_passed(tf.memory_hungry_cell(workspace), tf.MEMORY_MESSAGE)
+
+
+@pytest.mark.slow
+def test_losing_the_scheduler_exits_3_and_a_rerun_completes(workspace: tf.Workspace) -> None:
+    outcome = tf.kill_scheduler(workspace)
+    _assert_passed(outcome, "last run interrupted: SchedulerLost: lost the scheduler")
+    assert "exit code 3" in outcome.notes and "resume exit code 0" in outcome.notes

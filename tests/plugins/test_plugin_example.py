@@ -1,0 +1,151 @@
+"""The out-of-tree plugin example and ``dpbench new-plugin``, installed into this environment.
+
+The example package (examples/dpbench-plugin-example) is pip-installed without build isolation
+(no network needed), discovered through its entry point, run through its comparison suite, and
+uninstalled at the end; so is a package freshly scaffolded by ``dpbench new-plugin``.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+import xarray as xr
+
+ROOT = Path(__file__).resolve().parents[2]
+EXAMPLE = ROOT / "examples" / "dpbench-plugin-example"
+
+pytestmark = pytest.mark.slow
+
+
+def _needs_build_backend() -> None:
+    """setuptools < 70.1 needs the ``wheel`` package to build without isolation; the project's
+    ``test`` extra installs both, so a missing one is a broken test environment, not a skip."""
+    import setuptools
+
+    major, minor = (int(x) for x in setuptools.__version__.split(".")[:2])
+    if (major, minor) < (70, 1) and importlib.util.find_spec("wheel") is None:
+        pytest.fail(f"setuptools {setuptools.__version__} without 'wheel' cannot build offline; "
+                    "install the test extra: pip install '.[test]'")
+
+
+def _pip(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "pip", *args], capture_output=True, text=True,
+                          timeout=120)
+
+
+def _pip_install(path: Path) -> None:
+    r = _pip("install", "--no-deps", "--no-build-isolation", "-q", str(path))
+    assert r.returncode == 0, r.stderr
+
+
+def _dpbench(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "dpbench", *args], capture_output=True,
+                          text=True, timeout=120, cwd=cwd)
+
+
+@pytest.fixture(scope="module")
+def example_installed():
+    _needs_build_backend()
+    # An in-tree build leaves build/ and *.egg-info next to the sources: remove what we created.
+    artefacts = [EXAMPLE / "build", EXAMPLE / "dpbench_plugin_example.egg-info"]
+    existed = {a: a.exists() for a in artefacts}
+    _pip_install(EXAMPLE)
+    try:
+        yield EXAMPLE
+    finally:
+        _pip("uninstall", "-y", "-q", "dpbench-plugin-example")
+        for a in artefacts:
+            if not existed[a]:
+                shutil.rmtree(a, ignore_errors=True)
+
+
+def test_example_is_listed(example_installed):
+    r = _dpbench("list", "algorithms")
+    assert r.returncode == 0, r.stderr
+    assert "gaussian_output_perturbation" in r.stdout
+    assert "PluginWarning" not in r.stderr
+
+
+def test_example_compare_suite_runs(example_installed, tmp_path):
+    store = tmp_path / "compare.zarr"
+    r = _dpbench("run", str(example_installed / "suites" / "compare.yaml"), "--store", str(store),
+                 "--workers", "0", "--quiet")
+    assert r.returncode == 0, r.stdout + r.stderr
+    ds = xr.open_zarr(store, group="strongly_convex", consolidated=False)
+    assert "gaussian_output_perturbation" in ds.algorithm.values
+    status = ds.status.values
+    assert np.isin(status, [1, 3]).all(), ds.error.values[~np.isin(status, [1, 3])]
+    assert (ds.status.sel(algorithm="gaussian_output_perturbation").values == 1).all()
+    excess = ds.excess_risk.where(ds.status == 1).values
+    assert np.nanmin(excess) >= -1e-9
+    spent = ds.delta_spent.sel(algorithm="gaussian_output_perturbation").values
+    assert np.allclose(spent, 1e-5)
+
+
+def test_new_plugin_scaffold_installs_and_is_listed(tmp_path):
+    _needs_build_backend()
+    r = _dpbench("new-plugin", "scaffolded_mech", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    root = tmp_path / "scaffolded-mech"
+    for rel in ("pyproject.toml", "README.md", "scaffolded_mech/__init__.py",
+                "scaffolded_mech/mechanism.py", "tests/test_mechanism.py",
+                "suites/scaffolded_mech.yaml"):
+        assert (root / rel).is_file(), rel
+    text = (root / "scaffolded_mech" / "mechanism.py").read_text()
+    assert "class ScaffoldedMech(Algorithm)" in text and "TODO" not in text
+    _pip_install(root)
+    try:
+        r = _dpbench("list", "algorithms")
+        assert r.returncode == 0, r.stderr
+        assert "scaffolded_mech" in r.stdout
+        assert "PluginWarning" not in r.stderr
+        r = _dpbench("validate", str(root / "suites" / "scaffolded_mech.yaml"))
+        assert r.returncode == 0, r.stdout + r.stderr
+    finally:
+        _pip("uninstall", "-y", "-q", "dpbench-scaffolded-mech")
+
+
+def test_new_plugin_directory_option(tmp_path):
+    from dpbench.cli.main import main
+
+    assert main(["new-plugin", "other_mech", "--directory", str(tmp_path / "x")]) == 0
+    assert (tmp_path / "x" / "other_mech" / "mechanism.py").is_file()
+    (tmp_path / "empty").mkdir()
+    assert main(["new-plugin", "other_mech", "--directory", str(tmp_path / "empty")]) == 0
+
+
+@pytest.mark.parametrize("name", ["My-Mech", "1mech", "my mech", "class", "a__b", "noisy_sgd", ""])
+def test_new_plugin_bad_name(tmp_path, capsys, name):
+    from dpbench.cli.main import main
+
+    assert main(["new-plugin", name, "--directory", str(tmp_path / "p")]) == 2
+    assert "invalid plugin name" in capsys.readouterr().err
+    assert not (tmp_path / "p").exists()
+
+
+def test_new_plugin_refuses_existing_directory(tmp_path, capsys):
+    from dpbench.cli.main import main
+
+    target = tmp_path / "p"
+    target.mkdir()
+    (target / "keep.txt").write_text("mine")
+    assert main(["new-plugin", "my_mech", "--directory", str(target)]) == 2
+    assert "not empty" in capsys.readouterr().err
+    assert sorted(p.name for p in target.iterdir()) == ["keep.txt"]
+
+
+def test_example_mechanism_is_the_scaffold_template() -> None:
+    """The example package is the scaffold rendered for its name: one source of truth, so the
+    template and the documented example cannot drift apart."""
+    from dpbench.cli.scaffold import render
+
+    files = render("gaussian_output_perturbation")
+    rendered = next(v for k, v in files.items() if k.endswith("mechanism.py"))
+    shipped = (EXAMPLE / "dpbench_plugin_example" / "mechanism.py").read_text()
+    assert rendered == shipped

@@ -1,0 +1,67 @@
+"""Small suites and cube comparisons shared by the engine, store and report tests."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import xarray as xr
+
+from dpbench.core.schema import NONDETERMINISTIC_VARS
+
+TINY_SUITE = """
+name: tiny
+root_seed: 7
+seeds: 4
+experiments:
+  - name: approx
+    problems:
+      - problem: lb_lin
+      - problem: lb_quad
+    algorithms:
+      - label: nonprivate
+        algorithm: nonprivate_erm
+      - label: sgd
+        algorithm: noisy_sgd
+        params: {sigma_mode: accountant}
+      - label: sgd_sc
+        algorithm: noisy_sgd
+        params: {variant: strongly_convex, sigma_mode: accountant}
+    grid:
+      n: [8, 16, 24]
+      p: [3]
+      epsilon: [1.0]
+      delta: [1e-5]
+  - name: pure
+    problems:
+      - problem: lb_quad
+      - problem: logistic
+        params: {ridge: 0.5}
+      - problem: hinge_svm
+    algorithms:
+      - label: outpert
+        algorithm: output_perturbation
+    grid:
+      n: [10, 20]
+      p: [2, 3]
+      epsilon: [1.0, 4.0]
+"""
+
+
+def open_cube(store: Path, group: str) -> xr.Dataset:
+    return xr.open_zarr(str(store), group=group, consolidated=False).load()
+
+
+def assert_cubes_identical(a: Path, b: Path, groups: list[str]) -> None:
+    """Every deterministic variable and coordinate bit-identical (NaN == NaN)."""
+    for g in groups:
+        da, db = open_cube(a, g), open_cube(b, g)
+        assert sorted(da.data_vars) == sorted(db.data_vars)
+        for name in [*da.coords, *da.data_vars]:
+            if name in NONDETERMINISTIC_VARS:
+                continue
+            va, vb = da[name].values, db[name].values
+            if va.dtype.kind == "f":
+                assert np.array_equal(va.view(np.uint64), vb.view(np.uint64)), f"{g}/{name} differs"
+            else:
+                assert np.array_equal(va, vb), f"{g}/{name} differs"

@@ -1,0 +1,156 @@
+"""The package's layers: imports point only downward (docs/architecture.md, "Layers").
+
+Every module of ``dpbench`` belongs to one layer below. A module may import modules of its own
+layer or of lower layers, never of a higher one; imports inside functions count too (only
+``if TYPE_CHECKING:`` blocks are exempt, since they never run). The module graph must also be
+acyclic, so that no cycle can hide behind a function-local import.
+"""
+
+from __future__ import annotations
+
+import ast
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+PACKAGE = Path(__file__).resolve().parents[2] / "dpbench"
+
+#: (layer, module prefixes), lowest first. A module takes the layer of its longest matching prefix.
+LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("foundation", ("_version", "privacy", "theory")),
+    ("core", ("core",)),
+    ("numerics", ("numerics",)),
+    ("plugins", ("algorithms", "problems")),
+    ("configuration", ("config",)),
+    ("store", ("store",)),
+    ("engine", ("engine",)),
+    ("analysis", ("analysis",)),
+    ("audit", ("audit",)),
+    ("report", ("report",)),
+    ("interface", ("cli", "testing", "__main__")),
+)
+RANK = {prefix: i for i, (_, prefixes) in enumerate(LAYERS) for prefix in prefixes}
+
+
+def module_name(path: Path) -> str:
+    parts = list(path.relative_to(PACKAGE).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts = parts[:-1]
+    return ".".join(parts)
+
+
+MODULES = {module_name(p): p for p in PACKAGE.rglob("*.py")}
+
+
+def layer_of(module: str) -> int:
+    parts = module.split(".")
+    for k in range(len(parts), 0, -1):
+        prefix = ".".join(parts[:k])
+        if prefix in RANK:
+            return RANK[prefix]
+    raise AssertionError(f"dpbench.{module} belongs to no layer: add it to LAYERS in {__file__}")
+
+
+def _type_checking_lines(tree: ast.AST) -> set[int]:
+    lines: set[int] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
+            for sub in node.body:
+                lines.update(range(sub.lineno, (sub.end_lineno or sub.lineno) + 1))
+    return lines
+
+
+def imports_of(module: str) -> set[str]:
+    """The dpbench modules ``module`` imports at run time (relative to the package)."""
+    path = MODULES[module]
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    skip = _type_checking_lines(tree)
+    package = module if path.name == "__init__.py" else module.rpartition(".")[0]
+    out: set[str] = set()
+    for node in ast.walk(tree):
+        if getattr(node, "lineno", None) in skip:
+            continue
+        if isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package.split(".") if package else []
+                base = base[:len(base) - (node.level - 1)] if node.level > 1 else base
+                target = ".".join([*base, *([node.module] if node.module else [])])
+            elif node.module and (node.module == "dpbench" or node.module.startswith("dpbench.")):
+                target = node.module[len("dpbench."):] if node.module != "dpbench" else ""
+            else:
+                continue
+            for alias in node.names:
+                full = f"{target}.{alias.name}" if target else alias.name
+                out.add(full if full in MODULES else target)
+        elif isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.name.startswith("dpbench."):
+                    out.add(alias.name[len("dpbench."):])
+    out.discard(module)
+    out.discard("")  # the package itself: its __init__ is the plugin API facade, tested below
+    return out
+
+
+GRAPH = {m: imports_of(m) for m in MODULES if m}
+
+
+@pytest.mark.parametrize("module", sorted(GRAPH))
+def test_imports_point_downward(module: str) -> None:
+    mine = layer_of(module)
+    upward = sorted(f"dpbench.{t} ({LAYERS[layer_of(t)][0]})" for t in GRAPH[module]
+                    if layer_of(t) > mine)
+    assert not upward, (f"dpbench.{module} ({LAYERS[mine][0]}) imports upward: "
+                        f"{', '.join(upward)}")
+
+
+def test_module_graph_is_acyclic() -> None:
+    state: dict[str, int] = {}
+    stack: list[str] = []
+
+    def visit(m: str) -> None:
+        state[m] = 1
+        stack.append(m)
+        for t in sorted(GRAPH.get(m, ())):
+            if state.get(t) == 1:
+                cycle = stack[stack.index(t):] + [t]
+                raise AssertionError("import cycle: " + " -> ".join(cycle))
+            if t not in state:
+                visit(t)
+        stack.pop()
+        state[m] = 2
+
+    for m in sorted(GRAPH):
+        if m not in state:
+            visit(m)
+
+
+def test_the_checker_sees_an_upward_import(tmp_path: Path) -> None:
+    """The contract can fail: an upward import planted in a copy of a module is reported."""
+    src = MODULES["core.schema"].read_text(encoding="utf-8")
+    planted = "core._planted"
+    MODULES[planted] = tmp_path / "_planted.py"
+    try:
+        MODULES[planted].write_text(src + "\n\ndef _f():\n    from ..engine.runner import run_suite\n")
+        found = imports_of(planted)
+        assert "engine.runner" in found and layer_of("engine.runner") > layer_of(planted)
+    finally:
+        del MODULES[planted]
+
+
+def test_import_dpbench_loads_the_plugin_api_only() -> None:
+    code = ("import sys, dpbench; heavy = [m for m in ('xarray', 'pandas', 'scipy', 'dask', "
+            "'distributed', 'zarr', 'dp_accounting', 'numba', 'yaml') if m in sys.modules]; "
+            "print(','.join(heavy))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "", f"import dpbench loads {out.stdout.strip()}"
+
+
+def test_one_layer_per_folder() -> None:
+    """Layers are top-level folders: no dotted prefix in the table, and no module sits flat in
+    ``dpbench/`` except the facade, ``__main__`` and the version."""
+    assert all("." not in prefix for _, prefixes in LAYERS for prefix in prefixes)
+    flat = sorted(p.name for p in PACKAGE.glob("*.py")
+                  if p.name not in {"__init__.py", "__main__.py", "_version.py"})
+    assert not flat, f"modules outside a layer folder: {', '.join(flat)}"
