@@ -1,4 +1,4 @@
-"""The audit engine: plan audit points and cells, run them on dask, compute the bounds.
+"""The audit engine: plan audit points and cells, run them on a backend, compute the bounds.
 
 An **audit point** is (audit, algorithm, problem, grid point, canary). Its cells are its batches
 b = 0…B−1 (B = runs / batch): cell b runs the mechanism ``batch`` times on D and on D′
@@ -7,10 +7,12 @@ b = 0…B−1 (B = runs / batch): cell b runs the mechanism ``batch`` times on D
 ``make_rng(identity, root_seed)`` (no batch), so every batch audits the same pair. Results never
 depend on the number of workers, on packing or on retries.
 
-Cells are cost-packed into tasks (:func:`dpbench.engine.plan.pack`) and go through the same dask loop as
-experiment cells (:func:`dpbench.engine.runner._iter_results`: bounded window, retries, scheduler loss →
-:class:`~dpbench.core.errors.SchedulerLost`). A failing cell is recorded with its error and the run
-goes on; a resume computes only the batches not done.
+Cells are cost-packed into tasks (:func:`dpbench.engine.plan.pack`) and go through the same client
+loop and execution backends as experiment cells (:func:`dpbench.engine.runner.drive_tasks`:
+bounded window, retries, scheduler loss → :class:`~dpbench.core.errors.SchedulerLost`), under
+the suite's per-cell time and memory limits (a batch of ``batch`` runs on D and on D′ may take
+2 · batch · ``cell_timeout_s``). A failing cell is recorded with its error and the run goes on; a
+resume computes only the batches not done.
 
 Multiplicity (Bonferroni): K is the number of applicable points of the run, decided at planning
 time from the suite alone (an algorithm's declared requirements, and whether the canary's pair
@@ -27,10 +29,13 @@ from __future__ import annotations
 import dataclasses
 import itertools
 import math
+import os
 import socket
+import time
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -40,14 +45,17 @@ from threadpoolctl import threadpool_limits
 from ..config.audit import AUDIT_AXES, AuditSpec
 from ..config.suite import Suite
 from ..core.algorithm import Algorithm
-from ..core.errors import NotApplicable, UserInputError
+from ..core.errors import CellTimeout, NotApplicable, UserInputError
 from ..core.neighbours import NeighbourPair, canary_not_applicable_reason, neighbouring_pair
 from ..core.problem import Problem
 from ..core.schema import DONE, FAILED, NOT_APPLICABLE, PENDING
 from ..core.seeding import make_rng, stable_hash
+from ..core.time_limit import time_limit
+from ..engine.backends import Connection
 from ..engine.cells import _error_text
+from ..engine.isolation import Killed, memory_message, run_isolated
 from ..engine.plan import CELL_OVERHEAD_COST, TaskSpec, pack
-from ..engine.runner import Progress, check_connection_args, drive_tasks
+from ..engine.runner import Progress, TaskKind, drive_tasks
 from ..store.cube import Store, check_store_path
 from .runs import run_audit_batch
 from .stats import audit_bound, per_audit_alpha
@@ -236,15 +244,32 @@ def _empty(pt: AuditPoint, batch: int, status: int, error: str) -> BatchResult:
                        np.full((2, pt.batch_size), np.nan))
 
 
-def run_audit_cell(chunk: AuditChunk) -> BatchResult:
-    """Run one batch (``batch`` runs on D and on D′); never raises (a failure is an outcome)."""
+def _batch_limit(pt: AuditPoint, timeout_s: float | None) -> float | None:
+    """A batch's time limit: the suite's per-cell limit for each of its runs on D and on D′."""
+    return None if timeout_s is None else 2.0 * pt.batch_size * timeout_s
+
+
+def run_audit_cell(chunk: AuditChunk, timeout_s: float | None = None,
+                   memory_mb: float | None = None) -> BatchResult:
+    """Run one batch (``batch`` runs on D and on D′); never raises (a failure is an outcome).
+
+    With a per-cell time limit ``timeout_s`` the batch may take :func:`_batch_limit` (checked
+    cooperatively inside the mechanisms and when the batch returns); ``memory_mb`` names the
+    memory limit in the error of a batch that ran out of memory.
+    """
     pt, b = chunk.point, chunk.batch
+    limit = _batch_limit(pt, timeout_s)
     try:
         problem, algorithm = pt.instances()
         pair = _pair(pt, problem)
-        out = run_audit_batch(algorithm, problem, pair, epsilon=float(pt.point["epsilon"]),
-                              delta=float(pt.point["delta"]), runs=pt.batch_size,
-                              rng=pt.batch_rng(b))
+        t0 = time.perf_counter()
+        with time_limit(limit):
+            out = run_audit_batch(algorithm, problem, pair, epsilon=float(pt.point["epsilon"]),
+                                  delta=float(pt.point["delta"]), runs=pt.batch_size,
+                                  rng=pt.batch_rng(b))
+        wall = time.perf_counter() - t0
+        if limit is not None and wall > limit:
+            raise CellTimeout(f"batch took {wall:.3g} s, over its time limit of {limit:g} s")
         scores = np.stack([np.asarray(out.scores0, dtype=np.float64),
                            np.asarray(out.scores1, dtype=np.float64)])
         if scores.shape != (2, pt.batch_size) or not np.all(np.isfinite(scores)):
@@ -254,22 +279,49 @@ def run_audit_cell(chunk: AuditChunk) -> BatchResult:
                            float(out.delta_claimed), float(out.mu_claimed), bool(out.certified))
     except NotApplicable as exc:
         return _empty(pt, b, NOT_APPLICABLE, str(exc))
+    except MemoryError as exc:
+        text = _error_text(exc)
+        return _empty(pt, b, FAILED, f"{memory_message(memory_mb)} ({text})"
+                      if memory_mb is not None else text)
     except Exception as exc:  # recorded in the store; the audit goes on
         return _empty(pt, b, FAILED, _error_text(exc))
 
 
-def run_audit_task(task: TaskSpec, memory_mb: float | None = None) -> AuditTaskResult:
-    """Run the batches of a task with single-threaded BLAS (the dask task function).
+def _batch_computer(job: tuple[tuple[AuditChunk, ...], float | None, float | None],
+                    ) -> Callable[[int, Callable[[], None]], BatchResult]:
+    """``compute(i, heartbeat)`` for the i-th batch of ``job`` (runs in the isolated child)."""
+    chunks, timeout_s, memory_mb = job
 
-    ``memory_mb`` is accepted for the runner's hook signature; audit cells run in-process.
+    def compute(i: int, heartbeat: Callable[[], None]) -> BatchResult:
+        return run_audit_cell(chunks[i], timeout_s, memory_mb)
+
+    return compute
+
+
+def run_audit_task(task: TaskSpec, memory_mb: float | None = None,
+                   timeout_s: float | None = None) -> AuditTaskResult:
+    """Run the batches of a task with single-threaded BLAS (the backend's task function).
+
+    Under the suite's per-cell limits (``cell_timeout_s``, ``cell_memory_mb``) the batches run in
+    a forked child under hard limits, like experiment cells (:mod:`dpbench.engine.isolation`): a
+    batch killed at its limit, or whose process died, is failed with the reason.
     """
+    chunks: tuple[AuditChunk, ...] = tuple(task.chunks)  # type: ignore[arg-type]
     with threadpool_limits(1):
-        batches = [run_audit_cell(c) for c in task.chunks]  # type: ignore[arg-type]
+        if (memory_mb is not None or timeout_s is not None) and hasattr(os, "fork"):
+            limits = [_batch_limit(c.point, timeout_s) for c in chunks]
+            limit = max((x for x in limits if x is not None), default=None)
+            outcomes = run_isolated(_batch_computer, (chunks, timeout_s, memory_mb), len(chunks),
+                                    limit, memory_mb)
+            batches = [_empty(c.point, c.batch, FAILED, o.message) if isinstance(o, Killed)
+                       else o for c, o in zip(chunks, outcomes)]
+        else:
+            batches = [run_audit_cell(c, timeout_s, memory_mb) for c in chunks]
     return AuditTaskResult(task.key, batches, socket.gethostname())
 
 
 def failed_audit_result(task: TaskSpec, message: str) -> AuditTaskResult:
-    """Every batch of a task that failed beyond dask's retries (for example a killed worker)."""
+    """Every batch of a task the backend could not compute (for example a killed worker)."""
     return AuditTaskResult(task.key, [_empty(c.point, c.batch, FAILED, message)  # type: ignore
                                       for c in task.chunks])
 
@@ -437,8 +489,8 @@ def _mark_not_applicable(astore: AuditStore, plan: AuditPlan) -> None:
 
 def run_audits(suite: Suite, store_path: str | Path, *, scheduler: str | None = None,
                scheduler_file: str | Path | None = None, profile: str | Path | None = None,
-               workers: int | None = None, restart: bool = False, retry_failed: bool = True,
-               window: int | None = None, progress: bool = True,
+               workers: int | None = None, backend: str = "dask", restart: bool = False,
+               retry_failed: bool = True, window: int | None = None, progress: bool = True,
                on_result: Callable[[AuditTaskResult], None] | None = None) -> AuditSummary:
     """Run (or resume) the audits of ``suite`` into the store at ``store_path``.
 
@@ -447,7 +499,8 @@ def run_audits(suite: Suite, store_path: str | Path, *, scheduler: str | None = 
     are then recomputed from every completed batch. ``restart`` discards the audit groups whose
     definition changed (experiments of the same store are kept).
     """
-    check_connection_args(workers, profile, scheduler, scheduler_file)
+    connection = Connection(backend, workers, scheduler, scheduler_file, profile)
+    connection.check()
     plan = plan_audits(suite)
     if check_store_path(Path(store_path)) and not restart:  # refuse before writing anything
         AuditStore(Store.open(store_path)).check_matches(suite.audits, suite.root_seed)
@@ -467,9 +520,9 @@ def run_audits(suite: Suite, store_path: str | Path, *, scheduler: str | None = 
         return (sum(b.status == DONE for b in res.batches),
                 sum(b.status == FAILED for b in res.batches))
 
-    drive_tasks(tasks, store, summary, bar, write=write,
-                connection=(scheduler, profile, workers, scheduler_file), window=window,
-                on_result=on_result, command="audit", run=run_audit_task,
-                failed=failed_audit_result, result_type=AuditTaskResult)
+    kind = TaskKind(partial(run_audit_task, memory_mb=suite.cell_memory_mb,
+                            timeout_s=suite.cell_timeout_s), failed_audit_result, AuditTaskResult)
+    drive_tasks(tasks, store, summary, bar, kind=kind, write=write, connection=connection,
+                window=window, on_result=on_result, command="audit")
     summary.results = compute_bounds(astore, suite, plan)
     return summary

@@ -18,6 +18,7 @@ from typing import Any
 
 from .._version import __version__
 from ..core.errors import UserInputError
+from ..engine.backends.base import BACKENDS
 
 EXIT_OK, EXIT_FAILED_CELLS, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 3
 #: Sentinel of ``run --report`` without a path: ``reports/<suite name>.html``.
@@ -34,8 +35,13 @@ def _add_run_options(r: argparse.ArgumentParser, restart_help: str) -> None:
     """The suite, store and cluster options shared by ``run`` and ``audit``."""
     r.add_argument("suite", help="suite YAML file")
     r.add_argument("--store", required=True, help="zarr store directory (created or resumed)")
+    r.add_argument("--backend", default="dask", choices=BACKENDS,
+                   help="where cells run: dask (a LocalCluster, a profile or a scheduler; the "
+                        "default), processes (a local process pool, no dask) or inline (this "
+                        "process); docs/architecture.md")
     r.add_argument("--workers", type=int, default=None,
-                   help="LocalCluster worker processes (default: one per core; 0 = inline, no dask)")
+                   help="worker processes of the LocalCluster or the process pool (default: one "
+                        "per core; 0 = inline, no dask)")
     r.add_argument("--scheduler", default=None, help="address of a running dask scheduler")
     r.add_argument("--scheduler-file", default=None, metavar="FILE",
                    help="scheduler file (JSON) written by dask scheduler --scheduler-file; "
@@ -116,7 +122,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
     suite = load_suite(args.suite)
     summary = run_suite(suite, args.store, scheduler=args.scheduler,
                         scheduler_file=args.scheduler_file, profile=args.cluster,
-                        workers=args.workers, restart=args.restart,
+                        workers=args.workers, backend=args.backend, restart=args.restart,
                         retry_failed=not args.no_retry_failed, progress=not args.quiet)
     if not args.quiet:
         print_tables(*(results_table(args.store, e.name) for e in suite.experiments))
@@ -168,7 +174,7 @@ def _cmd_audit(args: argparse.Namespace) -> int:
     suite = load_suite(args.suite)
     summary = run_audits(suite, args.store, scheduler=args.scheduler,
                          scheduler_file=args.scheduler_file, profile=args.cluster,
-                         workers=args.workers, restart=args.restart,
+                         workers=args.workers, backend=args.backend, restart=args.restart,
                          retry_failed=not args.no_retry_failed, progress=not args.quiet)
     if not args.quiet:
         print_tables(audit_table(summary.results))

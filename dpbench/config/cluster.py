@@ -1,5 +1,5 @@
-"""Where tasks run: in-process, a LocalCluster (the embedded default), an existing scheduler, or a
-cluster built from a profile file.
+"""Cluster profiles and scheduler sources: the validated description of where a dask run
+computes (the dask backend, :mod:`dpbench.engine.backends.dask`, opens the connection).
 
 Precedence (first match wins; ``docs/clusters.md``):
 
@@ -10,7 +10,8 @@ Precedence (first match wins; ``docs/clusters.md``):
 4. ``--cluster PROFILE.yaml`` -> a cluster manager built from the profile;
 5. a LocalCluster with one single-threaded worker process per core (or ``--workers N``).
 
-``--workers 0`` (without 1-4) runs inline, without dask (for debugging).
+``--workers 0`` (without 1-4) runs inline, without dask (for debugging); ``--backend
+processes`` uses a pool of local processes instead of dask.
 
 A profile names a cluster-manager class the dask-ctl way::
 
@@ -34,13 +35,12 @@ script, the Kubernetes ``DaskCluster`` manifest, or a LocalCluster summary).
 
 from __future__ import annotations
 
-import contextlib
 import importlib
 import inspect
 import json
 import os
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -438,63 +438,6 @@ def check_cluster_source(scheduler: str | None, scheduler_file: str | Path | Non
         raise UserInputError("give --scheduler ADDRESS or --scheduler-file FILE, not both")
     if scheduler_file is not None:
         check_scheduler_file(scheduler_file)
-
-
-# --- connecting --------------------------------------------------------------------------------
-
-def _local_cluster(workers: int | None) -> Any:
-    from distributed import LocalCluster
-
-    n = workers if workers is not None else (os.cpu_count() or 1)
-    return LocalCluster(n_workers=n, threads_per_worker=1, processes=True,
-                        dashboard_address=None, silence_logs=40)
-
-
-@contextlib.contextmanager
-def connect(scheduler: str | None = None, profile: str | Path | None = None,
-            workers: int | None = None, scheduler_file: str | Path | None = None,
-            ) -> Iterator[tuple[Any, str]]:
-    """Yield ``(client, description)``; ``client`` is ``None`` for inline execution.
-
-    Precedence: ``scheduler``, ``scheduler_file``, ``DASK_SCHEDULER_ADDRESS``, ``profile``,
-    a LocalCluster (``workers`` processes; ``0`` = inline).
-    """
-    if workers is not None and workers < 0:
-        raise UserInputError(f"--workers must be >= 0, got {workers}")
-    check_cluster_source(scheduler, scheduler_file)
-    if scheduler is None and scheduler_file is None:
-        scheduler = os.environ.get("DASK_SCHEDULER_ADDRESS") or None
-    if scheduler is None and scheduler_file is None and profile is None and workers == 0:
-        yield None, "inline (no dask)"
-        return
-    import dask
-    from distributed import Client
-
-    if scheduler is not None:
-        with Client(scheduler, timeout="30s") as client:
-            yield client, f"scheduler {scheduler}"
-        return
-    if scheduler_file is not None:
-        # DASK_SCHEDULER_ADDRESS is dask config "scheduler-address", which Client would prefer.
-        with dask.config.set({"scheduler-address": None}), \
-                Client(scheduler_file=str(scheduler_file), timeout="30s") as client:
-            yield client, f"scheduler {client.scheduler.address} (from {scheduler_file})"
-        return
-    if profile is not None:
-        prof = load_profile(profile)
-        with dask.config.set(prof.dask_config):
-            cls = cluster_class(prof, profile)
-            with cls(**prof.kwargs) as cluster:
-                if prof.scale:
-                    cluster.scale(**prof.scale)
-                if prof.adapt:
-                    cluster.adapt(**prof.adapt)
-                with Client(cluster) as client:
-                    yield client, f"{prof.module}.{prof.cls} from {profile}"
-        return
-    with _local_cluster(workers) as cluster, Client(cluster) as client:
-        n = len(cluster.workers)
-        yield client, f"LocalCluster ({n} worker process{'es' if n != 1 else ''} x 1 thread)"
 
 
 # --- rendering (dpbench profile) ---------------------------------------------------------------

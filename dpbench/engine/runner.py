@@ -1,10 +1,11 @@
-"""Client side: plan the pending cells of a suite, run them on dask, write the cube.
+"""Client side: plan the pending cells of a suite, run them on a backend, write the cube.
 
-Tasks are submitted most-expensive-first with a bounded in-flight window and consumed as they
-complete (``as_completed``); each completed task is written at once by this process, the store's
-only writer. Dask re-runs tasks of lost workers; because tasks are deterministic and writes go to
-fixed positions, a re-run cell can never be counted twice. A task that fails beyond dask's retries
-(for example a worker killed repeatedly) marks its cells failed; the sweep goes on.
+Tasks go to an execution backend (:mod:`dpbench.engine.backends`: dask, local processes or
+inline) most-expensive-first and come back as they complete; each completed task is written at
+once by this process, the store's only writer. Backends re-run the tasks of lost workers; because
+tasks are deterministic and writes go to fixed positions, a re-run cell can never be counted
+twice. A task that fails beyond the backend's retries (for example a worker killed repeatedly)
+marks its cells failed; the sweep goes on.
 """
 
 from __future__ import annotations
@@ -12,18 +13,19 @@ from __future__ import annotations
 import datetime as _dt
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from ..config.cluster import check_cluster_source, cluster_class, connect, load_profile
 from ..config.suite import Suite
-from ..core.errors import SchedulerLost, UserInputError
 from ..core.schema import DONE, FAILED, FLOAT_VARS, ChunkResult
 from ..store.cube import Counts, Store, check_store_path
+from .backends import Connection, open_backend
+from .backends.base import TaskFailed
 from .cells import TaskResult, run_task
 from .plan import TaskSpec, count_cells, expand, pack
 
@@ -100,7 +102,8 @@ class Progress:
             self._print()
 
 
-def _failed_result(task: TaskSpec, message: str) -> TaskResult:
+def failed_task_result(task: TaskSpec, message: str) -> TaskResult:
+    """Every cell of a task the backend could not compute, failed with ``message``."""
     chunks = []
     for c in task.chunks:
         k = len(c.seeds)
@@ -110,70 +113,35 @@ def _failed_result(task: TaskSpec, message: str) -> TaskResult:
     return TaskResult(task.key, chunks)
 
 
-def _iter_results(client: Any, tasks: list[TaskSpec], window: int | None,
-                  memory_mb: float | None = None, *, run: Callable[..., Any] = run_task,
-                  failed: Callable[[Any, str], Any] = _failed_result,
-                  result_type: type = TaskResult) -> Iterator[tuple[Any, Any]]:
-    """(task, result) pairs as tasks complete: ``run(task, memory_mb)`` on the workers (inline
-    without a client), ``failed(task, message)`` for a task that failed beyond dask's retries.
+@dataclass(frozen=True)
+class TaskKind:
+    """What the client loop needs to run one kind of task (suite cells, audit batches).
 
-    The hooks let other kinds of cells (the privacy audit's batches, :mod:`dpbench.audit.engine`)
-    share the window, retries and scheduler-loss handling; the defaults run suite cells.
+    ``run`` is the picklable task function the backend calls on a worker (it applies the per-cell
+    time and memory limits itself); ``failed(task, message)`` builds the result of a task the
+    backend could not compute; ``result_type`` is what ``run`` returns.
     """
-    if client is None:
-        for t in tasks:
-            yield t, run(t, memory_mb)
-        return
-    from distributed import as_completed
 
-    nthreads = sum(client.nthreads().values()) or 1
-    window = window or max(4 * nthreads, 64)
-    queue = iter(enumerate(tasks))
-    specs: dict[str, TaskSpec] = {}
-    ac = as_completed(with_results=True, raise_errors=False)
-
-    def launch() -> bool:
-        nxt = next(queue, None)
-        if nxt is None:
-            return False
-        rank, spec = nxt
-        fut = client.submit(run, spec, memory_mb, key=spec.key, pure=False, retries=1,
-                            priority=len(tasks) - rank)
-        specs[fut.key] = spec
-        ac.add(fut)
-        return True
-
-    for _ in range(window):
-        if not launch():
-            break
-    for batch in ac.batches():
-        for fut, res in batch:
-            spec = specs.pop(fut.key)
-            if fut.status == "cancelled":  # nobody else cancels: the scheduler connection is gone
-                where = getattr(client.scheduler, "address", "") or "of the run"
-                raise SchedulerLost(f"lost the scheduler {where} mid-run; the cells computed so "
-                                    "far are saved: run the same command again to resume")
-            if fut.status == "error" or not isinstance(res, result_type):
-                exc = fut.exception() if fut.status == "error" else res
-                yield spec, failed(spec, f"task failed: {type(exc).__name__}: {exc}")
-            else:
-                yield spec, res
-            fut.release()
-            launch()
+    run: Callable[[Any], Any]
+    failed: Callable[[Any, str], Any]
+    result_type: type
 
 
-def drive_tasks(tasks: list[TaskSpec], store: Store, summary: Any, bar: Progress, *,
-                write: Callable[[Any], tuple[int, int]],
-                connection: tuple[str | None, str | Path | None, int | None, str | Path | None],
-                window: int | None, memory_mb: float | None = None,
-                on_result: Callable[[Any], None] | None = None, command: str | None = None,
-                **iter_kw: Any) -> None:
-    """Run packed ``tasks`` on the cluster named by ``connection`` (scheduler, profile, workers,
-    scheduler file), hand each completed task to ``write`` (which stores it and returns its
-    (done, failed) cell counts), and record the run in the store's log, also when interrupted.
+def suite_tasks(memory_mb: float | None) -> TaskKind:
+    """Suite cells: :func:`~dpbench.engine.cells.run_task` under the suite's memory limit."""
+    return TaskKind(partial(run_task, memory_mb=memory_mb), failed_task_result, TaskResult)
 
-    The one client loop behind ``dpbench run`` and ``dpbench audit``; ``iter_kw`` passes the task
-    function and result types of the audit cells to :func:`_iter_results`. ``summary`` needs
+
+def drive_tasks(tasks: Sequence[Any], store: Any, summary: Any, bar: Progress, *,
+                kind: TaskKind, write: Callable[[Any], tuple[int, int]],
+                connection: Connection, window: int | None = None,
+                on_result: Callable[[Any], None] | None = None,
+                command: str | None = None) -> None:
+    """Run packed ``tasks`` of ``kind`` on the backend ``connection`` names, hand each completed
+    task's result to ``write`` (which stores it and returns its (done, failed) cell counts), and
+    record the run in the store's log, also when interrupted.
+
+    The one client loop behind ``dpbench run`` and ``dpbench audit``. ``summary`` needs
     ``backend``, ``computed``, ``failed`` and ``seconds`` attributes.
     """
     started = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
@@ -181,9 +149,13 @@ def drive_tasks(tasks: list[TaskSpec], store: Store, summary: Any, bar: Progress
     interrupted = ""
     try:
         if tasks:
-            with connect(*connection) as (client, backend):
-                summary.backend = backend
-                for spec, res in _iter_results(client, tasks, window, memory_mb, **iter_kw):
+            with open_backend(connection) as backend:
+                summary.backend = backend.description
+                for spec, res in backend.results(kind.run, tasks, window):
+                    if isinstance(res, TaskFailed):
+                        res = kind.failed(spec, res.message)
+                    elif not isinstance(res, kind.result_type):
+                        res = kind.failed(spec, f"task failed: returned {type(res).__name__}")
                     done, failed = write(res)
                     summary.computed += done
                     summary.failed += failed
@@ -203,19 +175,10 @@ def drive_tasks(tasks: list[TaskSpec], store: Store, summary: Any, bar: Progress
                           **({"interrupted": interrupted} if interrupted else {})})
 
 
-def check_connection_args(workers: int | None, profile: str | Path | None, scheduler: str | None,
-                          scheduler_file: str | Path | None) -> None:
-    """UserInputError for bad --workers / --cluster / --scheduler(-file), before any store write."""
-    if workers is not None and workers < 0:
-        raise UserInputError(f"--workers must be >= 0, got {workers}")
-    if profile is not None:
-        cluster_class(load_profile(profile), profile)
-    check_cluster_source(scheduler, scheduler_file)
-
-
 def run_suite(suite: Suite, store_path: str | Path, *, scheduler: str | None = None,
               scheduler_file: str | Path | None = None,
               profile: str | Path | None = None, workers: int | None = None,
+              backend: str = "dask",
               restart: bool = False, retry_failed: bool = True, window: int | None = None,
               progress: bool = True, on_result: Callable[[TaskResult], None] | None = None,
               ) -> RunSummary:
@@ -224,7 +187,8 @@ def run_suite(suite: Suite, store_path: str | Path, *, scheduler: str | None = N
     The suite is validated and planned before the store is touched. Only cells that are pending
     (and failed ones, unless ``retry_failed`` is False) are computed.
     """
-    check_connection_args(workers, profile, scheduler, scheduler_file)
+    connection = Connection(backend, workers, scheduler, scheduler_file, profile)
+    connection.check()
     # Instantiating every cell's problem and algorithm validates parameter combinations that only
     # occur at some grid points, before the store is touched.
     planned = {exp.name: expand(suite, exp) for exp in suite.experiments}
@@ -249,8 +213,7 @@ def run_suite(suite: Suite, store_path: str | Path, *, scheduler: str | None = N
         failed = sum(int(np.sum(c.status == FAILED)) for c in res.chunks)
         return done, failed
 
-    drive_tasks(tasks, store, summary, bar, write=write,
-                connection=(scheduler, profile, workers, scheduler_file), window=window,
-                memory_mb=suite.cell_memory_mb, on_result=on_result)
+    drive_tasks(tasks, store, summary, bar, kind=suite_tasks(suite.cell_memory_mb), write=write,
+                connection=connection, window=window, on_result=on_result)
     summary.counts = {e.name: store.counts(e.name) for e in suite.experiments}
     return summary

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 import textwrap
+import time
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -51,10 +52,22 @@ class FailingOutputPerturbation(OutputPerturbation):
         raise RuntimeError("deliberate failure")
 
 
+class HangingOutputPerturbation(OutputPerturbation):
+    """Sleeps for an hour without calling ``checkpoint()``: only a hard limit can stop it."""
+
+    name: ClassVar[str] = "test_hanging_outpert"
+
+    def run(self, data: Any, problem: Any, *, epsilon: float, delta: float,
+            rng: np.random.Generator) -> Any:
+        time.sleep(3600)
+        raise AssertionError("unreachable")
+
+
 @pytest.fixture(autouse=True)
 def _register() -> None:
     registry.register("algorithms", LeakyOutputPerturbation)
     registry.register("algorithms", FailingOutputPerturbation)
+    registry.register("algorithms", HangingOutputPerturbation)
 
 
 SUITE = textwrap.dedent("""
@@ -327,3 +340,20 @@ def test_a_failing_cell_is_recorded_and_the_audit_goes_on(tmp_path: Path) -> Non
     assert int(bad.runs_completed.sum()) == 0 and np.isnan(bad.epsilon_lower_bound).all()
     assert np.all(ok.batch_status.values == DONE) and int(ok.runs_completed.sum()) == 200
     assert [r.verdict for r in summary.results] == ["pass", "no runs"]
+
+
+def test_audit_cells_obey_the_per_cell_time_limit(tmp_path: Path) -> None:
+    """Audit batches run under the suite's hard per-cell limits like experiment cells: a hung
+    mechanism's batches are killed and recorded as failed, and the other points complete."""
+    text = ("cell_timeout_s: 0.01\n" + SMALL).replace(
+        "algorithms: [{label: op, algorithm: output_perturbation}]",
+        "algorithms: [{label: op, algorithm: output_perturbation}, "
+        "{label: hung, algorithm: test_hanging_outpert}]")
+    t0 = time.perf_counter()
+    summary = run_audits(parse_suite(text), tmp_path / "h.zarr", workers=0, progress=False)
+    assert time.perf_counter() - t0 < 300
+    ds = _load(tmp_path / "h.zarr", "outpert")
+    hung, ok = ds.sel(algorithm="hung"), ds.sel(algorithm="op")
+    assert np.all(hung.batch_status.values == FAILED) and summary.failed == 2
+    assert all("time limit" in str(e) for e in hung.batch_error.values.ravel())
+    assert np.all(ok.batch_status.values == DONE) and int(ok.runs_completed.sum()) == 200

@@ -14,7 +14,7 @@ from dpbench import Algorithm, Param, PrivacyLedger, Release
 from dpbench.cli.main import main
 from dpbench.config.suite import load_suite, parse_suite
 from dpbench.core import registry
-from dpbench.core.errors import StoreError
+from dpbench.core.errors import StoreError, UserInputError
 from dpbench.core.schema import DONE, FAILED, NOT_APPLICABLE
 from dpbench.core.time_limit import checkpoint
 from dpbench.engine.runner import run_suite
@@ -85,6 +85,32 @@ def test_inline_and_local_cluster_worker_counts_bit_identical(tiny_suite_file: P
         assert summary.complete, summary
         assert "LocalCluster" in summary.backend
         assert_cubes_identical(ref, out, ["approx", "pure"])
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("workers", [1, 2])
+def test_processes_backend_is_bit_identical_to_inline(tiny_suite_file: Path, tmp_path: Path,
+                                                      workers: int) -> None:
+    """A backend is one module behind a small protocol: the plain-process pool computes the
+    same cube as the inline backend, bit for bit."""
+    suite = load_suite(tiny_suite_file)
+    ref = tmp_path / "inline.zarr"
+    assert run_suite(suite, ref, backend="inline", progress=False).backend == "inline (no dask)"
+    out = tmp_path / f"p{workers}.zarr"
+    summary = run_suite(suite, out, backend="processes", workers=workers, progress=False)
+    assert summary.complete and summary.backend.startswith(f"processes ({workers} worker")
+    assert_cubes_identical(ref, out, ["approx", "pure"])
+
+
+def test_backend_options_are_checked_before_the_store_is_written(tiny_suite_file: Path,
+                                                                tmp_path: Path) -> None:
+    suite = load_suite(tiny_suite_file)
+    store = tmp_path / "s.zarr"
+    with pytest.raises(UserInputError, match="--backend must be one of dask, processes, inline"):
+        run_suite(suite, store, backend="ray", progress=False)
+    with pytest.raises(UserInputError, match="--scheduler needs --backend dask"):
+        run_suite(suite, store, backend="processes", scheduler="tcp://x:1", progress=False)
+    assert not store.exists()
 
 
 # --- failures ---------------------------------------------------------------------------------

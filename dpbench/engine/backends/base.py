@@ -1,0 +1,80 @@
+"""The backend protocol: run a task function over tasks and yield results as they complete."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Protocol, TypeVar
+
+from ...core.errors import UserInputError
+
+#: The backends ``dpbench run --backend`` accepts: name -> module of this package. Each module has
+#: ``open_backend(conn) -> ContextManager[Backend]``; adding a backend is one module and one entry.
+BACKEND_MODULES = {"dask": "dask", "processes": "processes", "inline": "inline"}
+BACKENDS = tuple(BACKEND_MODULES)
+
+T = TypeVar("T")
+
+
+class Task(Protocol):
+    """What a backend needs of a task: a unique ``key`` (cells are addressed by it)."""
+
+    key: str
+
+
+@dataclass(frozen=True)
+class TaskFailed:
+    """The outcome of a task the backend could not compute (e.g. its worker died twice)."""
+
+    message: str
+
+
+class Backend(Protocol):
+    """Computes ``run(task)`` for every task, in any order, on some workers.
+
+    ``results`` yields ``(task, run(task))`` as tasks complete, or ``(task, TaskFailed(...))``
+    for a task that could not be computed after the backend's retries; it raises
+    :class:`~dpbench.core.errors.SchedulerLost` when the backend itself is gone. ``run`` is a
+    picklable module-level callable (or a ``functools.partial`` of one) that never raises for a
+    failing cell: cell failures are part of its result. At most ``window`` tasks are in flight
+    (``None``: the backend's default), submitted in the given order (most expensive first).
+    """
+
+    description: str
+
+    def results(self, run: Callable[[T], Any], tasks: Sequence[T],
+                window: int | None = None) -> Iterator[tuple[T, Any]]: ...
+
+
+@dataclass(frozen=True)
+class Connection:
+    """Where a run computes: the command line's ``--backend``, ``--workers``, ``--scheduler``,
+    ``--scheduler-file`` and ``--cluster`` (docs/clusters.md for the precedence)."""
+
+    backend: str = "dask"
+    workers: int | None = None
+    scheduler: str | None = None
+    scheduler_file: str | Path | None = None
+    profile: str | Path | None = None
+
+    def check(self) -> None:
+        """A clear :class:`UserInputError` for a bad combination, before anything is written."""
+        if self.backend not in BACKENDS:
+            raise UserInputError(f"--backend must be one of {', '.join(BACKENDS)}, "
+                                 f"got {self.backend!r}")
+        if self.workers is not None and self.workers < 0:
+            raise UserInputError(f"--workers must be >= 0, got {self.workers}")
+        if self.backend != "dask":
+            given = [flag for flag, v in (("--scheduler", self.scheduler),
+                                          ("--scheduler-file", self.scheduler_file),
+                                          ("--cluster", self.profile)) if v is not None]
+            if given:
+                raise UserInputError(f"{', '.join(given)} needs --backend dask "
+                                     f"(got --backend {self.backend})")
+            return
+        from ...config.cluster import check_cluster_source, cluster_class, load_profile
+
+        if self.profile is not None:
+            cluster_class(load_profile(self.profile), self.profile)
+        check_cluster_source(self.scheduler, self.scheduler_file)
