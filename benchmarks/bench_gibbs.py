@@ -30,6 +30,7 @@ from typing import Callable
 import numpy as np
 
 from dpbench.algorithms.rashomon import Rashomon
+from dpbench.core.exact_samplers import exact_sampler
 from dpbench.numerics.samplers.mcmc import run_chain
 from dpbench.numerics.samplers.rashomon import hit_rate_bound, inside_weight, rashomon_diagnostics
 from dpbench.problems.lin_cube import LinCube
@@ -75,14 +76,14 @@ def exact_samplers(draws: int) -> None:
     mean_est = MeanEst()
     data = mean_est.generate(N, P, np.random.default_rng(0))
     beta = 2500.0
-    gibbs = mean_est.expmech_sampler(data, beta / N, mean_est.constraint)
-    rash = mean_est.rashomon_sampler(data, beta, 0.005)
+    gibbs = exact_sampler("gibbs", mean_est, data, beta / N, mean_est.constraint)
+    rash = exact_sampler("rashomon", mean_est, data, beta, 0.005)
     naive = numpy_rashomon_rejection(data.X.mean(axis=0), beta, 0.005)
     cube = LinCube()
     cdata = cube.generate(N, P, np.random.default_rng(1))
-    cube_lin = cube.expmech_sampler(cdata, 250.0 / N, cube.constraint)
+    cube_lin = exact_sampler("gibbs", cube, cdata, 250.0 / N, cube.constraint)
     ridged = cube.with_ridge(0.05)
-    cube_ridge = ridged.expmech_sampler(cdata, 250.0 / N, ridged.constraint)
+    cube_ridge = exact_sampler("gibbs", ridged, cdata, 250.0 / N, ridged.constraint)
     print(f"gibbs truncated-Gaussian (mean_est) p={P}: {per_second(gibbs, draws):.0f} samples/s")
     print(f"rashomon radial mixture p={P}: {per_second(rash, draws):.0f} samples/s")
     print(f"rashomon plain numpy rejection p={P}: {per_second(naive, max(draws // 10, 20)):.0f} "

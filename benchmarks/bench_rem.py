@@ -21,6 +21,7 @@ import time
 import numpy as np
 
 from dpbench.algorithms.rem import REM
+from dpbench.core.exact_samplers import exact_sampler
 from dpbench.core.problem import Dataset
 from dpbench.numerics.samplers.alternating import alternating_sample, alternating_sample_numpy
 from dpbench.problems.lin_ball import LinBall
@@ -66,7 +67,8 @@ def exact_draws_per_second(problem: SepAbs | LinBall, n: int, draws: int = 2000)
     """Exact REM draws per second (sampler built once: the per-dataset preprocessing excluded)."""
     data = problem.generate(n, P, np.random.default_rng(0))
     cal = REM().calibrate(n, P, problem, EPS, DELTA)
-    draw = problem.rem_sampler(data, cal.k, cal.mu, problem.constraint.center(P))
+    draw = exact_sampler("regularized_gibbs", problem, data, cal.k, cal.mu,
+                         problem.constraint.center(P))
     assert draw is not None
     rng = np.random.default_rng(1)
     t0 = time.perf_counter()

@@ -17,6 +17,7 @@ from ..core.algorithm import Algorithm, Release
 from ..core.params import Param
 from ..core.problem import Dataset, Problem
 from ..core.ratecard import RateCard
+from ..core.tags import get_tags
 from ..numerics.samplers.expmech import SAMPLERS, sample_expmech
 from ..numerics.samplers.mcmc import default_steps
 from ..privacy.ledger import Charge, PrivacyLedger
@@ -36,10 +37,9 @@ class ExpMech(Algorithm):
     ratio is E_{u∼π_D}[exp(k(g(u) − g(θ)))] with g = ℓ(·; d) − ℓ(·; d′), whose oscillation over C is
     at most 2L‖C‖, so the ratio is at most e^{2kL‖C‖} = e^ε.
 
-    Samplers (``sampler``): ``"exact"`` uses the problem's exact
-    :meth:`~dpbench.core.problem.Problem.expmech_sampler` (cell not applicable without one) and is
-    certified ε-DP; ``"rwm"`` / ``"mala"`` run a finite Metropolis chain from the data-independent
-    centre of C (docs/bst14.md, "Derived constants": MCMC), which only approximates π_D: the run
+    Samplers (``sampler``): ``"exact"`` uses the problem's exact ``"gibbs"`` sampler
+    (:mod:`dpbench.core.exact_samplers`; cell not applicable without one) and is certified ε-DP;
+    ``"rwm"`` / ``"mala"`` run a finite Metropolis chain from the data-independent centre of C (docs/bst14.md, "Derived constants": MCMC), which only approximates π_D: the run
     is **nominal ε-DP** (at best (ε, (1 + e^ε)·TV)-DP with an unknown TV) and the ledger says
     ``certified=False``.
 
@@ -75,19 +75,17 @@ class ExpMech(Algorithm):
                       delta: float) -> float:
         """O1 (exact, docs/bst14.md) on LB-Lin: R·M·[1 − I_{p/2+1}(kRM)/I_{p/2}(kRM)] / n with
         M = ‖Σdᵢ‖; the MCMC samplers target the same law, so it is their reference too."""
-        from ..problems.lb_lin import LBLin
         from ..theory.expected_excess import expmech_lblin
 
-        if not isinstance(problem, LBLin):
+        if get_tags(problem).closed_form != "lb_lin":
             return math.nan
         M = float(np.linalg.norm(data.X.sum(axis=0)))
-        return expmech_lblin(M, data.p, epsilon, problem.radius, float(problem.lipschitz),
+        R = float(problem.constraint.radius)  # type: ignore[attr-defined]
+        return expmech_lblin(M, data.p, epsilon, R, float(problem.lipschitz),
                              n=data.n, average=True)
 
     def oracle_kind(self, problem: Problem) -> str:
-        from ..problems.lb_lin import LBLin
-
-        if not isinstance(problem, LBLin):
+        if get_tags(problem).closed_form != "lb_lin":
             return ""
         return "exact" if self.sampler == "exact" else "heuristic"  # a finite chain: approximate
 

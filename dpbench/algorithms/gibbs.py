@@ -8,7 +8,7 @@ docs/langevin.md ("Mechanism labels", "Errata", "Pitfalls").
 The mechanism outputs one draw of π_β ∝ exp(−β𝓛(θ; D))·1_C (𝓛 the AVERAGE loss, ψ = 0). It is
 the exponential-mechanism density with k = β/n on the sum loss, so it reuses the ε-DP Gibbs
 sampler's machinery (:func:`dpbench.numerics.samplers.expmech.sample_expmech`: the problem's exact
-``expmech_sampler``, or the RWM/MALA chains).
+``"gibbs"`` sampler of :mod:`dpbench.core.exact_samplers`, or the RWM/MALA chains).
 
 β calibration (``calibration``; :mod:`dpbench.privacy.langevin`):
 
@@ -18,7 +18,8 @@ sampler's machinery (:func:`dpbench.numerics.samplers.expmech.sample_expmech`: t
   ρ′ = βL²/(mn²);
 * ``gaussian``: the exact Gaussian-mechanism calibration β = μ(ε′, δ′)²/Δ² (A4, quadratic losses,
   [derived]). It applies **only** when the Gibbs law is a Gaussian with data-independent covariance
-  restricted to C: isotropic quadratics ½‖θ − d‖² on a ball (``mean_est``, ``lb_quad``), where
+  restricted to C: isotropic quadratics ½‖θ − d‖² on a ball (problems declaring the
+  ``isotropic_quadratic`` tag of :mod:`dpbench.core.tags`: ``mean_est``, ``lb_quad``), where
   π_D = N(d̄, I/β) conditioned on C and the mean is d̄ with ‖d̄ − d̄′‖ ≤ Δ = 2ρ/n (ρ the public bound
   on the row norms). Conditioning is not post-processing, so the truncation is accounted: if
   η ≥ Pr[N(d̄, I/β) ∉ C] for every admissible d̄ (η = Pr[χ²_p > β(R − ρ)²], public), then the
@@ -48,10 +49,12 @@ from scipy import stats
 
 from ..core.algorithm import Algorithm, Release
 from ..core.errors import NotApplicable
+from ..core.exact_samplers import has_exact_sampler
 from ..core.params import Param
 from ..core.problem import Dataset, Problem
 from ..core.ratecard import RateCard
 from ..core.sets import Ball, Box
+from ..core.tags import get_tags
 from ..numerics.samplers.expmech import SAMPLERS, sample_expmech
 from ..privacy.gaussian import gdp_mu
 from ..privacy.langevin import beta_a4_literal, beta_a4_tight
@@ -92,20 +95,15 @@ def regularized_problem(problem: Problem, lam: float) -> Problem:
 
 def gaussian_gibbs_constants(problem: Problem) -> tuple[float, float] | None:
     """(ρ, R) for the isotropic quadratics whose Gibbs law is N(d̄, I/β) on B(0, R) — ρ the
-    public bound on the row norms — or None (the ``gaussian`` calibration does not apply)."""
-    from ..problems.lb_quad import LBQuad
-    from ..problems.mean_est import MeanEst
-
-    if isinstance(problem, MeanEst):
-        return problem.mean_norm + problem.spread, problem.radius
-    if isinstance(problem, LBQuad):
-        return problem.data_norm, problem.radius
-    return None
+    public bound on the row norms — or None (the ``gaussian`` calibration does not apply): the
+    problem's ``isotropic_quadratic`` tag (:func:`dpbench.core.tags.get_tags`)."""
+    return get_tags(problem).isotropic_quadratic
 
 
 def has_exact_expmech(problem: Problem) -> bool:
-    """Whether the problem overrides :meth:`Problem.expmech_sampler` (an exact sampler may exist)."""
-    return type(problem).expmech_sampler is not Problem.expmech_sampler
+    """Whether an exact ``"gibbs"`` sampler is registered for the problem's loss
+    (:func:`dpbench.core.exact_samplers.has_exact_sampler`; it may still decline some data)."""
+    return has_exact_sampler("gibbs", problem)
 
 
 def gibbs_mcmc_tuning(kind: str, beta: float, n: int, p: int, L: float, diameter: float,

@@ -12,8 +12,8 @@ the sample:
 2. ε_i = ε/2^{k−i+1} (Σ ε_i = ε(1 − 2^{−k}) < ε);
 3. θ_i ~ exp(−β_i𝓛) on C_{i−1}, β_i = ε_i n/(2L D_{i−1}) — the BST14/GTU Algorithm 2 density,
    k_i = ε_i/(2L D_{i−1}) on the sum loss, drawn by :func:`dpbench.numerics.samplers.expmech.sample_expmech`
-   (the problem's exact ``expmech_sampler`` on the intersection of balls, or the MCMC fallback,
-   nominal);
+   (the problem's exact ``"gibbs"`` sampler of :mod:`dpbench.core.exact_samplers` on the
+   intersection of balls, or the MCMC fallback, nominal);
 4. r_i = √(cL(p + 3 log₂ n)D_{i−1}/(mε_i n)) with c = 8 ln 2 ([derived] from the Gamma(p, 1)
    domination of A3, Lemma 4.3; "3 log n" must be log₂ so that 2^{−t} = n^{−3}, Errata 13); for
    ``target="sco"`` add (2L/m)·√(2 ln(2e²n³)/n) (Lemma 4.5 via Hayes' vector Azuma, [derived]);

@@ -21,6 +21,7 @@ from ..core.params import Param
 from ..core.problem import Dataset, Problem
 from ..core.ratecard import RateCard
 from ..core.sets import BallAt, Intersection
+from ..core.tags import get_tags
 from ..numerics.samplers.expmech import sample_expmech
 from ..privacy.accountant import ACCOUNTING, calibrate_noisy_sgd, noisy_sgd_epsilon
 from ..privacy.gaussian import analytic_gaussian_sigma, classical_gaussian_sigma
@@ -130,10 +131,9 @@ class Localize(Algorithm):
                       delta: float) -> float:
         """O6 (heuristic, docs/bst14.md) on KINK-SC: p/k′ with k′ = (ε/2)/(2L·‖C₀‖) and the public
         ‖C₀‖ = min(2r₀, ‖C‖) this mechanism uses, i.e. 8pLr₀/ε while 2r₀ < ‖C‖."""
-        from ..problems.kink_sc import KinkSC
         from ..theory.expected_excess import localize_kink
 
-        if not isinstance(problem, KinkSC):
+        if get_tags(problem).closed_form != "kink_sc":
             return math.nan
         n, p = data.n, data.p
         L, Delta = float(problem.lipschitz), float(problem.strong_convexity)
@@ -141,9 +141,7 @@ class Localize(Algorithm):
         return localize_kink(n, p, L, Delta, epsilon, r0, average=True)
 
     def oracle_kind(self, problem: Problem) -> str:
-        from ..problems.kink_sc import KinkSC
-
-        return "heuristic" if isinstance(problem, KinkSC) else ""
+        return "heuristic" if get_tags(problem).closed_form == "kink_sc" else ""
 
     def radius(self, n: int, p: int, L: float, Delta: float, epsilon: float) -> float:
         """r₀ for the total budget ε, matched to step 1's noise scale (data-independent)."""

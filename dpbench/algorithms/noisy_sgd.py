@@ -30,6 +30,7 @@ from ..core.params import Param
 from ..core.problem import Dataset, Problem
 from ..core.ratecard import RateCard
 from ..core.sets import Ball, BallAt, ConstraintSet, Intersection
+from ..core.tags import get_tags
 from ..core.time_limit import checkpoint
 from ..numerics.kernels import LossKernel, kernel_arrays, resolve_kernel
 from ..privacy.accountant import ACCOUNTING, calibrate_noisy_sgd, noisy_sgd_epsilon
@@ -479,19 +480,19 @@ class NoisySGD(Algorithm):
         our reference runs): O2 min(R·M, R·L·z·√p)/n on LB-Lin (Lipschitz steps),
         O3 Δv/(2n²) + 2pL²z²/(n²Δ) on LB-Quad (strongly convex steps), v = (1/n)Σ‖dᵢ − q‖². NaN
         for other configurations."""
-        from ..problems.lb_lin import LBLin
-        from ..problems.lb_quad import LBQuad
         from ..theory.expected_excess import noisy_sgd_lblin, noisy_sgd_quadratic
 
         if self.output != "last" or self.steps > 0:
             return math.nan
         n, p = data.n, data.p
         L = float(problem.lipschitz)
-        if self.variant == "lipschitz" and isinstance(problem, LBLin):
+        closed_form = get_tags(problem).closed_form
+        if self.variant == "lipschitz" and closed_form == "lb_lin":
             M = float(np.linalg.norm(data.X.sum(axis=0)))
             z = self.noise_multiplier(n, epsilon, delta)
-            return noisy_sgd_lblin(M, p, z, problem.radius, L, n=n, average=True)
-        if self.variant == "strongly_convex" and isinstance(problem, LBQuad):
+            R = float(problem.constraint.radius)  # type: ignore[attr-defined]
+            return noisy_sgd_lblin(M, p, z, R, L, n=n, average=True)
+        if self.variant == "strongly_convex" and closed_form == "lb_quad":
             q = data.X.mean(axis=0)
             v = float(np.mean(np.sum((data.X - q) ** 2, axis=1)))
             z = self.noise_multiplier(n, epsilon, delta)
@@ -500,13 +501,11 @@ class NoisySGD(Algorithm):
         return math.nan
 
     def oracle_kind(self, problem: Problem) -> str:
-        from ..problems.lb_lin import LBLin
-        from ..problems.lb_quad import LBQuad
-
         if self.output != "last" or self.steps > 0:
             return ""
-        if (self.variant == "lipschitz" and isinstance(problem, LBLin)) or (
-                self.variant == "strongly_convex" and isinstance(problem, LBQuad)):
+        closed_form = get_tags(problem).closed_form
+        if (self.variant == "lipschitz" and closed_form == "lb_lin") or (
+                self.variant == "strongly_convex" and closed_form == "lb_quad"):
             return "heuristic"
         return ""
 

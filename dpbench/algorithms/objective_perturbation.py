@@ -17,13 +17,15 @@ Jacobian |det(ΛI + Σᵢ∇²ℓ(θ; dᵢ))|. Replacing one example
   only when v is constant, i.e. when the Hessian is the constant ΔI (β = Δ: LB-Quad,
   linear + ridge, LB-Lin; then σ = analytic-Gaussian σ for sensitivity 2L at (ε_noise, δ_noise),
   Balle & Wang 2018). Otherwise σ = :func:`~dpbench.privacy.gaussian.pointwise_gaussian_sigma`
-  for sensitivity 2L with v in span{x, x′} (d = 2) for margin losses and d = p in general: the
-  pointwise loss is ≤ ε_noise except with probability δ_noise (the CMS11/KST12 argument, with
-  the tail made explicit);
+  for sensitivity 2L with v in span{x, x′} (d = 2) for margin losses and d = p in general (the
+  problem's ``gradient_shift_dim`` tag, :mod:`dpbench.core.tags`): the pointwise loss is
+  ≤ ε_noise except with probability δ_noise (the CMS11/KST12 argument, with the tail made
+  explicit);
 * changes the Jacobian. Write ∇²ℓ = ΔI + G with 0 ⪯ G ⪯ (β − Δ)I of rank ≤ r (r = 1 for margin
-  losses φ(y⟨θ, x⟩) + ridge, KST12's rank condition; r = p in general). All but the replaced G
-  form A ⪰ (Λ + nΔ)I, and det(A + G′)/det(A + G) ≤ det(I + A⁻¹G′) ≤ (1 + (β − Δ)/(Λ + nΔ))^r, so
-  the Jacobian costs ε_J = r·log(1 + (β − Δ)/(Λ + nΔ)).
+  losses φ(y⟨θ, x⟩) + ridge, KST12's rank condition; r = p in general: the ``hessian_rank``
+  tag). All but the replaced G form A ⪰ (Λ + nΔ)I, and
+  det(A + G′)/det(A + G) ≤ det(I + A⁻¹G′) ≤ (1 + (β − Δ)/(Λ + nΔ))^r, so the Jacobian costs
+  ε_J = r·log(1 + (β − Δ)/(Λ + nΔ)).
 
 **Choice of Λ** (CMS11 Algorithm 2, generalised; KST12's "Λ ≥ 2rβ/ε" is the linearised form of
 ε_J ≤ ε/2, BST14's "Δ ≥ β/(2ε)" its shorthand). With ε_rest the budget left after the
@@ -61,6 +63,7 @@ from ..core.params import Param
 from ..core.problem import Dataset, Optimum, Problem
 from ..core.ratecard import RateCard
 from ..core.sets import Ball
+from ..core.tags import get_tags
 from ..numerics.solvers.ball import SoftplusMargin
 from ..numerics.solvers.perturbed import (
     PerturbedObjective,
@@ -70,8 +73,6 @@ from ..numerics.solvers.perturbed import (
 from ..privacy.gaussian import analytic_gaussian_sigma, pointwise_gaussian_sigma
 from ..privacy.ledger import Charge, PrivacyLedger
 from ..privacy.noise import gamma_norm_noise, gaussian_noise
-from ..problems._linear_law import MarginLossProblem
-from ..problems.logistic import Logistic
 from .output_perturbation import SolverGapExceeded
 
 __all__ = ["ObjPertCalibration", "ObjectivePerturbation", "calibrate_objective_perturbation",
@@ -109,18 +110,21 @@ class ObjPertCalibration:
 def hessian_change_rank(problem: Problem, p: int) -> int:
     """Rank bound r of the data-dependent Hessian part G = ∇²ℓ − ΔI (KST12's rank condition).
 
-    Margin losses φ(y⟨θ, x⟩) + (ridge/2)‖θ‖² have G = φ''·xxᵀ, rank 1; otherwise r = p (always
-    valid).
+    min(p, the declared ``hessian_rank`` tag) (:func:`dpbench.core.tags.get_tags`; margin losses
+    φ(y⟨θ, x⟩) + (ridge/2)‖θ‖² declare r = 1, G = φ''·xxᵀ); r = p without a claim (always valid).
     """
-    return 1 if isinstance(problem, MarginLossProblem) else p
+    rank = get_tags(problem).hessian_rank
+    return p if rank is None else min(p, rank)
 
 
 def shift_dimension(problem: Problem, p: int) -> int:
     """Dimension d of a fixed subspace holding every gradient shift v(θ) = ∇ℓ(θ; d′) − ∇ℓ(θ; d).
 
-    Margin losses: v ∈ span{x, x′}, d = min(p, 2); otherwise d = p.
+    min(p, the declared ``gradient_shift_dim`` tag) (margin losses: v ∈ span{x, x′}, 2);
+    d = p without a claim.
     """
-    return min(p, 2) if isinstance(problem, MarginLossProblem) else p
+    dim = get_tags(problem).gradient_shift_dim
+    return p if dim is None else min(p, dim)
 
 
 def gaussian_noise_sigma(problem: Problem, p: int, L: float, epsilon: float,
@@ -304,8 +308,9 @@ def _solve(problem: Problem, data: Dataset, lam: float, lin: np.ndarray,
     if _closed_form(problem):
         g0 = problem.full_grad(np.zeros(p), data)
         return solve_isotropic_quadratic(float(problem.strong_convexity), g0, lam, lin, radius)
-    if isinstance(problem, Logistic) and data.y is not None:
-        margin = SoftplusMargin(data.y[:, None] * data.X, ridge=problem.ridge)
+    ridge = get_tags(problem).softplus_margin
+    if ridge is not None and data.y is not None:
+        margin = SoftplusMargin(data.y[:, None] * data.X, ridge=ridge)
         obj = PerturbedObjective(margin.risk, margin.grad, margin.hess, lam, lin)
     else:
         obj = PerturbedObjective(lambda t: problem.risk(t, data),

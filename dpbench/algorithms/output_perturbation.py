@@ -11,6 +11,7 @@ from ..core.algorithm import Algorithm, Release
 from ..core.params import Param
 from ..core.problem import Dataset, Problem
 from ..core.ratecard import RateCard
+from ..core.tags import get_tags
 from ..privacy.ledger import Charge, PrivacyLedger
 from ..privacy.noise import gamma_norm_noise
 
@@ -73,26 +74,23 @@ class OutputPerturbation(Algorithm):
         """Oracles of docs/bst14.md: O5 2pL/(nΔε) on KINK-SC (first-order, heuristic),
         O4 2βL²p(p+1)/(n²Δ²ε²) on LB-Quad (exact while the projection is inactive); both with the
         exact-solver noise."""
-        from ..problems.kink_sc import KinkSC
-        from ..problems.lb_quad import LBQuad
         from ..theory.expected_excess import outpert_kink, outpert_smooth_quadratic
 
         n, p = data.n, data.p
         L, Delta = float(problem.lipschitz), float(problem.strong_convexity)
-        if isinstance(problem, KinkSC):
+        closed_form = get_tags(problem).closed_form
+        if closed_form == "kink_sc":
             return outpert_kink(p, L, Delta, epsilon, n=n, average=True)
-        if isinstance(problem, LBQuad):
+        if closed_form == "lb_quad":
             return outpert_smooth_quadratic(n, p, L, Delta, epsilon, float(problem.smoothness),
                                             average=True)
         return math.nan
 
     def oracle_kind(self, problem: Problem) -> str:
-        from ..problems.kink_sc import KinkSC
-        from ..problems.lb_quad import LBQuad
-
-        if isinstance(problem, KinkSC):
+        closed_form = get_tags(problem).closed_form
+        if closed_form == "kink_sc":
             return "heuristic"
-        return "upper_bound" if isinstance(problem, LBQuad) else ""
+        return "upper_bound" if closed_form == "lb_quad" else ""
 
     def sensitivity(self, n: int, L: float, Delta: float) -> float:
         """Replace-one sensitivity of the released minimiser, inexact solver included."""

@@ -25,9 +25,9 @@ Regimes (``regime``):
 ``samples`` = k draws; privacy composes (k·(ε/k) pure, k·(ε/k, δ/k) approx: each draw is calibrated
 at ε/k (δ/k), Pitfalls 11). The release is the first draw; all draws are in ``info``.
 
-Samplers: ``exact`` — the problem's :meth:`~dpbench.core.problem.Problem.rashomon_sampler` (F1 radial
-mixture, :mod:`dpbench.numerics.samplers.rashomon`), certified; ``rwm``/``mala`` — the MCMC chains of
-:mod:`dpbench.numerics.samplers.mcmc` run on the thresholded loss (a problem view whose losses are
+Samplers: ``exact`` — the problem's ``"rashomon"`` sampler of :mod:`dpbench.core.exact_samplers`
+(F1 radial mixture, :mod:`dpbench.numerics.samplers.rashomon`), certified; ``rwm``/``mala`` — the
+MCMC chains of :mod:`dpbench.numerics.samplers.mcmc` run on the thresholded loss (a problem view whose losses are
 max{𝓛, 𝓛* + ψ}, A0.2), nominal only (``certified=False``).
 
 ``info`` exposes ``in_rashomon`` (0/1: 𝓛(θ) ≤ 𝓛* + ψ) and ``rashomon_radius`` (‖θ − θ*‖/√(2ψ/m),
@@ -44,10 +44,12 @@ import numpy as np
 
 from ..core.algorithm import Algorithm, Release
 from ..core.errors import NotApplicable
+from ..core.exact_samplers import exact_sampler, has_exact_sampler
 from ..core.params import Param
 from ..core.problem import Dataset, Problem
 from ..core.ratecard import RateCard
 from ..core.sets import ConstraintSet
+from ..core.tags import get_tags
 from ..numerics.samplers.expmech import SAMPLERS
 from ..numerics.samplers.mcmc import run_chain
 from ..privacy.langevin import beta_a4_literal, beta_a4_tight, pure_gibbs_beta
@@ -108,7 +110,7 @@ class ThresholdedProblem(Problem):
 
 
 def _has_exact(problem: Problem) -> bool:
-    return type(problem).rashomon_sampler is not Problem.rashomon_sampler
+    return has_exact_sampler("rashomon", problem)
 
 
 class Rashomon(Algorithm):
@@ -189,9 +191,8 @@ class Rashomon(Algorithm):
         Rashomon law on F1": :func:`dpbench.numerics.samplers.rashomon.expected_excess`; exact when the
         truncation to C is negligible); NaN elsewhere."""
         from ..numerics.samplers.rashomon import expected_excess
-        from ..problems.mean_est import MeanEst
 
-        if not isinstance(problem, MeanEst):
+        if get_tags(problem).closed_form != "mean_est":
             return math.nan
         try:
             beta = self._beta(problem, data, problem.solve(data).theta, epsilon, delta)
@@ -200,9 +201,7 @@ class Rashomon(Algorithm):
         return expected_excess(data.p, beta, self.psi)
 
     def oracle_kind(self, problem: Problem) -> str:
-        from ..problems.mean_est import MeanEst
-
-        if not isinstance(problem, MeanEst):
+        if get_tags(problem).closed_form != "mean_est":
             return ""
         return "exact" if self.sampler == "exact" else "heuristic"  # a finite chain: approximate
 
@@ -228,7 +227,7 @@ class Rashomon(Algorithm):
     def _draw(self, problem: Problem, data: Dataset, beta: float, threshold: float,
               rng: np.random.Generator) -> tuple[np.ndarray, dict[str, Any]]:
         if self.sampler == "exact":
-            draw = problem.rashomon_sampler(data, beta, self.psi)
+            draw = exact_sampler("rashomon", problem, data, beta, self.psi)
             if draw is None:
                 raise NotApplicable(f"problem {problem.name!r} has no exact Rashomon sampler for "
                                     "this data")

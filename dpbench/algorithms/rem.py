@@ -21,8 +21,9 @@ sampler uses G_f = L). (μ, k) come from
 
 Samplers (``sampler``):
 
-* ``exact``: the problem's :meth:`~dpbench.core.problem.Problem.rem_sampler` (cell not applicable
-  without one). Certified: the ledger charges (ε, δ_Gauss(ε, γ)) with ``gdp_mu`` = γ.
+* ``exact``: the problem's ``"regularized_gibbs"`` sampler (:mod:`dpbench.core.exact_samplers`;
+  μ = 0 falls back to its ``"gibbs"`` sampler; cell not applicable without one). Certified: the
+  ledger charges (ε, δ_Gauss(ε, γ)) with ``gdp_mu`` = γ.
 * ``alternating``: S1 + Algorithm 2 (:mod:`dpbench.numerics.samplers.alternating`) from the centre of C,
   with η and the theory T of Theorem 17 computed from public quantities (c_η, C_T; pitfall P2),
   the TV budget τ = δ/(3(1 + e^ε)) and the mechanism's δ_mech = 2δ/3. At ``steps_scale`` = 1 the
@@ -41,6 +42,7 @@ import numpy as np
 
 from ..core.algorithm import Algorithm, Release
 from ..core.errors import NotApplicable
+from ..core.exact_samplers import exact_sampler
 from ..core.params import Param
 from ..core.problem import Dataset, Problem
 from ..core.ratecard import RateCard
@@ -107,7 +109,8 @@ class REM(Algorithm):
         "calibration": Param("exact", kind="str", choices=CALIBRATIONS,
                              doc="exact (root-finding on the Gaussian curve) or paper (Lemma 26)"),
         "sampler": Param("exact", kind="str", choices=SAMPLERS,
-                         doc="exact (problem's rem_sampler) or alternating (S1 + Alg. 2)"),
+                         doc="exact (problem's regularized_gibbs sampler) or alternating "
+                             "(S1 + Alg. 2)"),
         "c_eta": Param(64.0, low=0.0, low_open=True,
                        doc="eta = 1/(c_eta G_s^2 log(400/delta_in)) (Thm 17 rule)"),
         "C_T": Param(1.0, low=0.0, low_open=True, doc="T = C_T/(eta mu_s) log(...) (Thm 17 rule)"),
@@ -201,10 +204,10 @@ class REM(Algorithm):
     def _run_exact(self, data: Dataset, problem: Problem, cal: RemCalibration,
                    center: np.ndarray, epsilon: float, rng: np.random.Generator,
                    info: dict[str, Any]) -> Release:
-        draw = problem.rem_sampler(data, cal.k, cal.mu, center)
+        draw = exact_sampler("regularized_gibbs", problem, data, cal.k, cal.mu, center)
         if draw is None:
             raise NotApplicable(f"rem: problem {problem.name!r} has no exact REM sampler "
-                                "(rem_sampler); use sampler='alternating'")
+                                "(law 'regularized_gibbs'); use sampler='alternating'")
         theta = problem.constraint.project(np.asarray(draw(rng), dtype=float))
         charge = Charge(
             f"REM ({self.mode}, {self.calibration} calibration, exact sampler)", float(epsilon),

@@ -47,6 +47,7 @@ from ..config.suite import Suite
 from ..core.algorithm import Algorithm
 from ..core.errors import CellTimeout, NotApplicable, UserInputError
 from ..core.neighbours import NeighbourPair, canary_not_applicable_reason, neighbouring_pair
+from ..core.params import identity_params
 from ..core.problem import Problem
 from ..core.schema import DONE, FAILED, NOT_APPLICABLE, PENDING
 from ..core.seeding import make_rng, stable_hash
@@ -91,7 +92,7 @@ class AuditPoint:
     def identity(self) -> dict[str, Any]:
         """The identity of the point (the pair's generator); a batch adds ``"batch"``."""
         return {"audit": self.audit, "algorithm": self.algorithm_name,
-                "params": self.algorithm_params,
+                "params": identity_params(self.algorithm_cls.params, self.algorithm_params),
                 "problem": {"name": self.problem_name, "params": self.problem_params},
                 "point": self.point, "canary": self.canary}
 

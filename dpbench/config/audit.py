@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..core.errors import UserInputError
+from ..core.params import identity_params
 from ..core.seeding import stable_hash
 from .validation import (
     IDENT,
@@ -89,7 +90,8 @@ class AuditSpec:
             "problems": [{"label": p.label, "name": p.name, "version": p.cls.version,
                           "params": p.params} for p in self.problems],
             "algorithms": [{"label": a.label, "name": a.name, "version": a.cls.version,
-                            "params": a.params} for a in self.algorithms],
+                            "params": identity_params(a.cls.params, a.params)}
+                           for a in self.algorithms],
         }
 
     def fingerprint(self, root_seed: int) -> str:

@@ -45,6 +45,7 @@ from typing import Any
 import yaml
 
 from ..core.errors import SuiteError, UserInputError, did_you_mean
+from ..core.params import identity_params
 from ..core.schema import FLOAT_VARS
 from ..core.seeding import stable_hash
 from .audit import validate_audits
@@ -185,7 +186,8 @@ class Experiment:
             "problems": [{"label": p.label, "name": p.name, "version": p.cls.version,
                           "params": p.params} for p in self.problems],
             "algorithms": [{"label": a.label, "name": a.name, "version": a.cls.version,
-                            "params": a.params} for a in self.algorithms],
+                            "params": identity_params(a.cls.params, a.params)}
+                           for a in self.algorithms],
             "grid": self.grid,
         }
 

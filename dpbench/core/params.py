@@ -3,6 +3,18 @@
 A plugin class lists its parameters as ``params = {"name": Param(default, ...)}``. Instances store
 the values as given (after validation) as attributes of the same name, so ``repr``, pickling and
 the suite fingerprint all see exactly what the user asked for.
+
+Constraints compose: ``none="..."`` also allows ``None`` (YAML ``null``) with the stated meaning,
+typically "the public default" of a quantity that depends on n and p, and ``alternatives`` makes a
+union of constraints (the value must satisfy one of them)::
+
+    "steps": Param(None, kind="int", low=1, none="the public default 8·p·max(k·n·L·D, p)")
+    "h": Param("auto", kind="str", choices=("auto",), alternatives=(Param(0.1, low=0.0),))
+
+A parameter whose default was once spelled with a sentinel (``0 = default``) keeps that sentinel
+as its *identity* (``identity_of_none``): seed streams and suite fingerprints see the same value
+as before, so earlier cubes stay reproducible bit for bit and earlier stores resume
+(:func:`identity_params`).
 """
 
 from __future__ import annotations
@@ -42,9 +54,18 @@ class Param:
     low_open: bool = False
     high_open: bool = False
     doc: str = ""
+    none: str | None = None
+    alternatives: tuple[Param, ...] = ()
+    identity_of_none: Any = None
 
     def describe(self) -> str:
         """Human-readable description of the allowed values."""
+        parts = [self._describe_own(), *(alt.describe() for alt in self.alternatives)]
+        if self.none is not None:
+            parts.append(f"null ({self.none})")
+        return " or ".join(parts)
+
+    def _describe_own(self) -> str:
         if self.choices is not None:
             return "one of " + ", ".join(repr(c) for c in self.choices)
         if self.kind in ("float", "int"):
@@ -56,7 +77,24 @@ class Param:
         return f"a {self.kind}"
 
     def validate(self, owner: str, name: str, value: Any) -> Any:
-        """Return the value converted to the declared kind, or raise a clear ``UserInputError``."""
+        """Return the value converted to the declared kind, or raise a clear ``UserInputError``
+        naming the parameter and every allowed form."""
+        if value is None and self.none is not None:
+            return None
+        try:
+            return self._validate_own(owner, name, value)
+        except UserInputError:
+            for alt in self.alternatives:
+                try:
+                    return alt.validate(owner, name, value)
+                except UserInputError:
+                    pass
+            if not self.alternatives and self.none is None:
+                raise
+            raise UserInputError(f"{owner}: parameter {name!r} must be {self.describe()}, "
+                                 f"got {value!r}") from None
+
+    def _validate_own(self, owner: str, name: str, value: Any) -> Any:
         where = f"{owner}: parameter {name!r}"
         if self.kind == "bool":
             if not isinstance(value, bool):
@@ -106,6 +144,16 @@ def resolve_params(owner: str, declared: Mapping[str, Param], given: Mapping[str
     return out
 
 
+def identity_params(declared: Mapping[str, Param], values: Mapping[str, Any]) -> dict[str, Any]:
+    """``values`` as seed streams and fingerprints see them: ``None`` of a parameter that declares
+    ``identity_of_none`` is replaced by it (the sentinel that spelled its default before)."""
+    out = dict(values)
+    for name, spec in declared.items():
+        if out.get(name, 0) is None and spec.identity_of_none is not None:
+            out[name] = spec.identity_of_none
+    return out
+
+
 class Parametrized:
     """Base of plugins with declared keyword parameters (problems and algorithms).
 
@@ -125,6 +173,10 @@ class Parametrized:
     def get_params(self) -> dict[str, Any]:
         """The parameter values, as stored."""
         return {k: getattr(self, k) for k in self.params}
+
+    def identity_params(self) -> dict[str, Any]:
+        """The parameter values as seed streams and fingerprints see them (:func:`identity_params`)."""
+        return identity_params(self.params, self.get_params())
 
     def __repr__(self) -> str:
         args = ", ".join(f"{k}={v!r}" for k, v in self.get_params().items())

@@ -13,19 +13,24 @@ change. It implements:
 * the declared constants ``lipschitz`` (over the whole data universe, never computed from the data
   set: that would leak), ``strong_convexity`` (per example), ``smoothness`` (``inf`` when non-smooth)
   and the ``constraint`` set (projection, membership, **diameter**);
-* optionally ``population_excess(theta, p, n)`` when a data law is defined (``has_population = True``).
+* optionally ``population_excess(theta, p, n)`` when a data law is defined
+  (``has_population = True``);
+* optionally ``kernel()`` (compiled loss and gradient), ``__dpbench_tags__()`` (declared
+  capabilities, :mod:`dpbench.core.tags`) and exact samplers registered in
+  :mod:`dpbench.core.exact_samplers`.
 """
 
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Callable, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 
 from .params import Param, Parametrized
 from .sets import ConstraintSet
+from .tags import ProblemTags
 
 if TYPE_CHECKING:
     from ..numerics.kernels import LossKernel
@@ -165,40 +170,13 @@ class Problem(Parametrized):
         """
         return None
 
-    def expmech_sampler(
-        self, data: Dataset, k: float, region: ConstraintSet
-    ) -> Callable[[np.random.Generator], np.ndarray] | None:
-        """An exact sampler of the density ∝ exp(−k·Σᵢ ℓ(θ; dᵢ)) on ``region`` ⊆ C, or ``None``.
+    # --- declared capabilities ----------------------------------------------------------------
+    def __dpbench_tags__(self) -> ProblemTags:
+        """What this problem claims about its loss (:class:`~dpbench.core.tags.ProblemTags`).
 
-        ``k`` is the temperature on the **sum** loss (BST14 Algorithm 2: k = ε/(2L‖C‖)); ``region``
-        is C itself or a localised C ∩ B(θ₀, r₀) (Algorithm 4). Return ``None`` when no exact
-        sampler exists for this data or region; ExpMech then reports the cell not applicable
-        (``sampler="exact"``) or uses MCMC.
+        The default claims nothing. Mechanisms read the tags only through
+        :func:`dpbench.core.tags.get_tags`, which ignores them for a subclass that redefines the
+        loss below the declaring class (docs/writing-a-plugin.md, 'Declaring capabilities').
+        Exact samplers are registered separately (:mod:`dpbench.core.exact_samplers`).
         """
-        return None
-
-    def rem_sampler(
-        self, data: Dataset, k: float, mu: float, center: np.ndarray
-    ) -> Callable[[np.random.Generator], np.ndarray] | None:
-        """An exact sampler of ∝ exp(−k·F(θ; D) − (kμ/2)‖θ − center‖²) on C, or ``None``.
-
-        F is the **average** loss (the regularized exponential mechanism of Gopi–Lee–Liu 2022,
-        Thm 25/28, modes A1–A3 of docs/rem.md, 'The mechanism'; μ = 0 is the plain EM on the
-        average loss). The default reuses :meth:`expmech_sampler` when μ = 0 (temperature k/n on
-        the sum); otherwise ``None`` (REM then needs ``sampler="alternating"``).
-        """
-        if mu == 0:
-            return self.expmech_sampler(data, k / data.n, self.constraint)
-        return None
-
-    def rashomon_sampler(
-        self, data: Dataset, beta: float, psi: float
-    ) -> Callable[[np.random.Generator], np.ndarray] | None:
-        """An exact sampler of the Rashomon Gibbs law ∝ exp(−β·max{𝓛(θ), 𝓛* + ψ}) on C, or ``None``.
-
-        ``beta`` is the inverse temperature on the **average** loss 𝓛 and 𝓛* = min_C 𝓛 (GTU
-        Def. 1.4, Thm 2.1; A6 of docs/langevin.md, 'Mechanism labels'; the exact law on F1:
-        docs/langevin.md, 'The Rashomon law on F1'). Return ``None`` when no exact sampler exists;
-        the ``rashomon`` mechanism then reports the cell not applicable or uses MCMC.
-        """
-        return None
+        return ProblemTags()

@@ -22,6 +22,7 @@ import numpy as np
 from threadpoolctl import threadpool_limits
 
 from ..core.errors import CellTimeout, NotApplicable
+from ..core.params import identity_params
 from ..core.problem import Dataset, Optimum, Problem
 from ..core.schema import (
     DONE,
@@ -111,7 +112,9 @@ def compute_cell(chunk: ChunkSpec, j: int, problem: Problem, algorithm: Any,
     data_id = data_identity(chunk.problem_name, chunk.problem_params, n, p, chunk.seeds[j])
     try:
         data, opt = dataset_and_optimum(problem, data_id, chunk.root_seed)
-        rng = make_rng(mechanism_identity(chunk.algorithm_name, chunk.algorithm_params,
+        rng = make_rng(mechanism_identity(chunk.algorithm_name,
+                                          identity_params(chunk.algorithm_cls.params,
+                                                          chunk.algorithm_params),
                                           data_id, chunk.point), chunk.root_seed)
         if on_release is not None:
             on_release()

@@ -27,6 +27,7 @@ from ..core.params import Param
 from ..core.problem import Dataset, Optimum, Problem
 from ..core.seeding import make_rng
 from ..core.sets import Ball, ConstraintSet
+from ..core.tags import ProblemTags
 from ..numerics.kernels import HINGE, LOGISTIC, LossKernel
 
 __all__ = ["LAW_PARAMS", "MarginLossProblem", "draw_linear_law", "population_optimum",
@@ -134,6 +135,13 @@ class MarginLossProblem(Problem):
             if _defined_as(cls, "_phi", phi) and _defined_as(cls, "_dphi", dphi):
                 return make(self.ridge)
         return None
+
+    def __dpbench_tags__(self) -> ProblemTags:
+        """Margin losses: ∇²ℓ − ridge·I = φ''·xxᵀ has rank 1 and a replaced example moves the
+        gradient within span{x, x′} (dimension 2) — KST12's rank condition, used by objective
+        perturbation's privacy calibration. Subclasses that define φ re-declare it (the claim
+        does not survive an override of ``_phi``/``_dphi``, :func:`dpbench.core.tags.get_tags`)."""
+        return ProblemTags(hessian_rank=1, gradient_shift_dim=2)
 
     def population_excess(self, theta: np.ndarray, p: int, n: int | None = None) -> float:
         """Monte Carlo excess population risk on the fixed sample of size N (module docstring).

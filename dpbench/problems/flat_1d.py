@@ -25,9 +25,10 @@ with a ridge: f(θ) − f(θ*) for f(θ) = −τθ + (r/2)θ², θ* = min(1, τ/
 The exponential-mechanism density ∝ exp(k(θΣdᵢ − n r θ²/2)) on [−1, 1] and the REM law (GLL'22,
 with its regulariser (kμ/2)(θ − c)²) are sampled exactly: the tilted-ball sampler of
 :mod:`dpbench.numerics.samplers.ball` (p = 1) when the quadratic term vanishes, a truncated normal on
-[−1, 1] otherwise (:func:`interval_gaussian`). The compiled kernel is :func:`dpbench.numerics.kernels.LINEAR`
-(ℓ = −⟨θ, x⟩ + (r/2)‖θ‖²). One-dimensional only: other p raise
-:class:`~dpbench.core.errors.NotApplicable`.
+[−1, 1] otherwise (:func:`interval_gaussian`; the registered ``"gibbs"`` and
+``"regularized_gibbs"`` samplers of :mod:`dpbench.core.exact_samplers`). The compiled kernel is
+:func:`dpbench.numerics.kernels.LINEAR` (ℓ = −⟨θ, x⟩ + (r/2)‖θ‖²). One-dimensional only: other p
+raise :class:`~dpbench.core.errors.NotApplicable`.
 """
 
 from __future__ import annotations
@@ -38,6 +39,7 @@ from typing import Callable, ClassVar
 import numpy as np
 
 from ..core.errors import NotApplicable
+from ..core.exact_samplers import register_exact_sampler
 from ..core.params import Param
 from ..core.problem import Dataset, Optimum, Problem
 from ..core.sets import Ball, ConstraintSet
@@ -142,24 +144,25 @@ class Flat1D(Problem):
             return tau * (1.0 - t)
         return self._objective(tau, t) - self._objective(tau, self._minimiser(tau))
 
-    # --- exact exponential mechanism ----------------------------------------------------------
-    def expmech_sampler(
-        self, data: Dataset, k: float, region: ConstraintSet
-    ) -> Callable[[np.random.Generator], np.ndarray] | None:
-        """Exact sampler of ∝ exp(k(θΣdᵢ − n r θ²/2)) on C = [−1, 1] (:func:`interval_gaussian`);
-        ``None`` for a localised region."""
-        if region != self.constraint:
-            return None
-        return interval_gaussian(k * float(data.X.sum()), k * data.n * self.ridge)
 
-    def rem_sampler(
-        self, data: Dataset, k: float, mu: float, center: np.ndarray
-    ) -> Callable[[np.random.Generator], np.ndarray] | None:
-        """Exact REM law ∝ exp(−k·L̄(θ) − (kμ/2)(θ − c)²) on [−1, 1] (GLL'22 Thm 25/28):
-        exp(b θ − (a/2)θ²) with b = k(d̄ + μc), a = k(r + μ) (:func:`interval_gaussian`)."""
-        c = float(np.asarray(center, dtype=float).reshape(-1)[0])
-        mean = float(data.X[:, 0].mean())
-        return interval_gaussian(k * (mean + mu * c), k * (self.ridge + mu))
+@register_exact_sampler("gibbs", Flat1D)
+def _flat_1d_gibbs(problem: Flat1D, data: Dataset, k: float, region: ConstraintSet
+                   ) -> Callable[[np.random.Generator], np.ndarray] | None:
+    """Exact sampler of ∝ exp(k(θΣdᵢ − n r θ²/2)) on C = [−1, 1] (:func:`interval_gaussian`);
+    ``None`` for a localised region."""
+    if region != problem.constraint:
+        return None
+    return interval_gaussian(k * float(data.X.sum()), k * data.n * problem.ridge)
+
+
+@register_exact_sampler("regularized_gibbs", Flat1D)
+def _flat_1d_rem(problem: Flat1D, data: Dataset, k: float, mu: float, center: np.ndarray
+                 ) -> Callable[[np.random.Generator], np.ndarray] | None:
+    """Exact REM law ∝ exp(−k·L̄(θ) − (kμ/2)(θ − c)²) on [−1, 1] (GLL'22 Thm 25/28):
+    exp(b θ − (a/2)θ²) with b = k(d̄ + μc), a = k(r + μ) (:func:`interval_gaussian`)."""
+    c = float(np.asarray(center, dtype=float).reshape(-1)[0])
+    mean = float(data.X[:, 0].mean())
+    return interval_gaussian(k * (mean + mu * c), k * (problem.ridge + mu))
 
 
 def interval_gaussian(linear: float, precision: float

@@ -36,6 +36,7 @@ import numpy as np
 
 from ..core.params import Param
 from ..core.problem import Dataset, Optimum
+from ..core.tags import ProblemTags
 from ..numerics.solvers.ball import solve_hinge_ball
 from ._linear_law import LAW_PARAMS, MarginLossProblem
 
@@ -73,6 +74,10 @@ class HingeSVM(MarginLossProblem):
     @staticmethod
     def _dphi(margins: np.ndarray) -> np.ndarray:
         return -(margins < 1.0).astype(float)
+
+    def __dpbench_tags__(self) -> ProblemTags:
+        """The margin-loss claims (rank-1 Hessian part, 2-dim gradient shifts) for this φ."""
+        return super().__dpbench_tags__()
 
     def solve(self, data: Dataset) -> Optimum:
         if data.y is None:

@@ -12,7 +12,8 @@ data sets of Appendix A (n₁ = round(n/3) and a₂ = max(round(n/2 − 1/(32h))
 
 The sum loss is convex piecewise linear with kinks at y/x, so θ* is exact: the best of the kinks
 inside C and the two endpoints (gap 0 up to rounding), and the exponential-mechanism density is
-piecewise exponential (:mod:`dpbench.numerics.samplers.piecewise`), sampled exactly on any interval region.
+piecewise exponential (:mod:`dpbench.numerics.samplers.piecewise`), sampled exactly on any interval
+region (the registered ``"gibbs"`` sampler, :mod:`dpbench.core.exact_samplers`).
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ import numpy as np
 from numba import njit
 
 from ..core.errors import NotApplicable
+from ..core.exact_samplers import register_exact_sampler
 from ..core.params import Param
 from ..core.problem import Dataset, Optimum, Problem
 from ..core.sets import Ball, ConstraintSet
@@ -137,16 +139,18 @@ class Hub1D(Problem):
     def kernel(self) -> LossKernel:
         return HINGE_RESIDUAL()
 
-    def expmech_sampler(self, data: Dataset, k: float, region: ConstraintSet
-                        ) -> Callable[[np.random.Generator], np.ndarray] | None:
-        """Exact sampler of exp(−k·Σℓ) on the interval ``region`` (piecewise exponential)."""
-        from ..numerics.samplers.piecewise import interval_of, piecewise_from_function
 
-        lo, hi = interval_of(region)
-        law = piecewise_from_function(lambda t: self.sum_loss(t, data), self._kinks(data), lo, hi,
-                                      k)
+@register_exact_sampler("gibbs", Hub1D)
+def _hub_1d_gibbs(problem: Hub1D, data: Dataset, k: float, region: ConstraintSet
+                  ) -> Callable[[np.random.Generator], np.ndarray] | None:
+    """Exact sampler of exp(−k·Σℓ) on the interval ``region`` (piecewise exponential)."""
+    from ..numerics.samplers.piecewise import interval_of, piecewise_from_function
 
-        def draw(rng: np.random.Generator) -> np.ndarray:
-            return np.array([float(law.sample(rng))])
+    lo, hi = interval_of(region)
+    law = piecewise_from_function(lambda t: problem.sum_loss(t, data), problem._kinks(data), lo,
+                                  hi, k)
 
-        return draw
+    def draw(rng: np.random.Generator) -> np.ndarray:
+        return np.array([float(law.sample(rng))])
+
+    return draw

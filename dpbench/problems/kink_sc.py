@@ -10,7 +10,8 @@ with c another uniformly random direction times ``d0_norm`` (the padding of docs
 
 * signal = 1 (default): θ* = d₀ exactly, the excess of θ is n(r + Δr²/2) with r = ‖θ − d₀‖, and
   the exponential-mechanism density is radial around d₀ (oracle O6), sampled exactly by
-  :mod:`dpbench.numerics.samplers.radial`.
+  :mod:`dpbench.numerics.samplers.radial` (the registered ``"gibbs"`` sampler,
+  :mod:`dpbench.core.exact_samplers`).
 * signal < 1: θ* by the certified 1-median solver :mod:`dpbench.numerics.solvers.median`, since
   (1/n)Σℓ = (1/n)Σ‖θ − dᵢ‖ + (Δ/2)‖θ − q‖² + const with q the row mean.
 
@@ -28,9 +29,11 @@ from typing import Any, Callable, ClassVar
 import numpy as np
 
 from ..core.errors import UserInputError
+from ..core.exact_samplers import register_exact_sampler
 from ..core.params import Param
 from ..core.problem import Dataset, Optimum, Problem
 from ..core.sets import Ball, ConstraintSet
+from ..core.tags import ProblemTags
 from ..numerics.kernels import QUADRATIC, LossKernel
 from ..numerics.solvers.median import solve_median
 from ._hard_data import signal_rows
@@ -131,28 +134,9 @@ class KinkSC(Problem):
         """QUADRATIC(Δ, 1): (Δ/2)‖θ − d‖² + 1·‖θ − d‖."""
         return QUADRATIC(self.curvature, 1.0)
 
-    def expmech_sampler(self, data: Dataset, k: float, region: ConstraintSet
-                        ) -> Callable[[np.random.Generator], np.ndarray] | None:
-        """Exact sampler when every row equals d₀: θ ∝ exp(−kn(r + Δr²/2)), r = ‖θ − d₀‖ (O6).
-
-        The radius law r^{p−1}exp(−a·r − b·r²) with a = kn, b = knΔ/2 is drawn exactly, the
-        direction uniformly, and points outside ``region`` are rejected. ``None`` for other data.
-        """
-        # imported here: the samplers package imports the ExpMech machinery, which problems need
-        # only when a sampler is requested
-        from ..numerics.samplers.radial import sample_radial_in_region
-
-        d0 = self._single_point(data)
-        if d0 is None:
-            return None
-        a = float(k) * data.n
-        b = 0.5 * a * self.curvature
-        center = d0.copy()
-
-        def draw(rng: np.random.Generator) -> np.ndarray:
-            return sample_radial_in_region(rng, center, a, b, region)
-
-        return draw
+    def __dpbench_tags__(self) -> ProblemTags:
+        """Oracles O5/O6 of docs/bst14.md (OutPert, Localize) describe this loss and data law."""
+        return ProblemTags(closed_form="kink_sc")
 
     def excess_sum(self, theta: np.ndarray, data: Dataset) -> float:
         """Sum-scale excess n(r + Δr²/2) of θ when every row is d₀ (docs/instances.md, 'KINK-SC');
@@ -162,3 +146,28 @@ class KinkSC(Problem):
             return math.nan
         r = float(np.linalg.norm(np.asarray(theta, dtype=float) - d0))
         return data.n * (r + 0.5 * self.curvature * r * r)
+
+
+@register_exact_sampler("gibbs", KinkSC)
+def _kink_sc_gibbs(problem: KinkSC, data: Dataset, k: float, region: ConstraintSet
+                   ) -> Callable[[np.random.Generator], np.ndarray] | None:
+    """Exact sampler when every row equals d₀: θ ∝ exp(−kn(r + Δr²/2)), r = ‖θ − d₀‖ (O6).
+
+    The radius law r^{p−1}exp(−a·r − b·r²) with a = kn, b = knΔ/2 is drawn exactly, the
+    direction uniformly, and points outside ``region`` are rejected. ``None`` for other data.
+    """
+    # imported here: the samplers package imports the ExpMech machinery, which problems need
+    # only when a sampler is requested
+    from ..numerics.samplers.radial import sample_radial_in_region
+
+    d0 = problem._single_point(data)
+    if d0 is None:
+        return None
+    a = float(k) * data.n
+    b = 0.5 * a * problem.curvature
+    center = d0.copy()
+
+    def draw(rng: np.random.Generator) -> np.ndarray:
+        return sample_radial_in_region(rng, center, a, b, region)
+
+    return draw

@@ -16,9 +16,11 @@ from typing import Callable, ClassVar
 
 import numpy as np
 
+from ..core.exact_samplers import register_exact_sampler
 from ..core.params import Param
 from ..core.problem import Dataset, Optimum, Problem
 from ..core.sets import Ball, ConstraintSet
+from ..core.tags import ProblemTags
 from ..numerics.kernels import LINEAR, LossKernel
 from ._hard_data import HARD_DATA_PARAMS, hard_data
 
@@ -61,19 +63,9 @@ class LBLin(Problem):
         """Compiled −⟨θ, d⟩ (:func:`dpbench.numerics.kernels.LINEAR` without ridge)."""
         return LINEAR(0.0)
 
-    def expmech_sampler(
-        self, data: Dataset, k: float, region: ConstraintSet
-    ) -> Callable[[np.random.Generator], np.ndarray] | None:
-        """Exact sampler of ∝ exp(k⟨θ, s⟩) on C, s = Σdᵢ (von Mises–Fisher lift; docs/bst14.md,
-        'Exact samplers', and oracle O1).
-
-        Only for the region C itself (``None`` for a localised region).
-        """
-        if region != self.constraint:
-            return None
-        from ..numerics.samplers.ball import tilted_ball_sampler
-
-        return tilted_ball_sampler(data.X.sum(axis=0), k, self.radius)
+    def __dpbench_tags__(self) -> ProblemTags:
+        """Oracles O1/O2 of docs/bst14.md (ExpMech, NoisySGD) describe this loss and data law."""
+        return ProblemTags(closed_form="lb_lin")
 
     def generate(self, n: int, p: int, rng: np.random.Generator) -> Dataset:
         data = hard_data(n, p, rng, norm=1.0, signal=self.signal, data=self.data,
@@ -100,3 +92,18 @@ class LBLin(Problem):
         theta = s * (self.radius / norm) if norm > noise else np.zeros(data.p)
         theta = self.constraint.project(theta)
         return Optimum(theta=theta, value=self.risk(theta, data), gap=0.0, method="closed form")
+
+
+@register_exact_sampler("gibbs", LBLin)
+def _lb_lin_gibbs(problem: LBLin, data: Dataset, k: float, region: ConstraintSet
+                  ) -> Callable[[np.random.Generator], np.ndarray] | None:
+    """Exact sampler of ∝ exp(k⟨θ, s⟩) on C, s = Σdᵢ (von Mises–Fisher lift; docs/bst14.md,
+    'Exact samplers', and oracle O1).
+
+    Only for the region C itself (``None`` for a localised region).
+    """
+    if region != problem.constraint:
+        return None
+    from ..numerics.samplers.ball import tilted_ball_sampler
+
+    return tilted_ball_sampler(data.X.sum(axis=0), k, problem.radius)

@@ -19,9 +19,11 @@ from typing import Any, Callable, ClassVar
 import numpy as np
 
 from ..core.errors import UserInputError
+from ..core.exact_samplers import register_exact_sampler
 from ..core.params import Param
 from ..core.problem import Dataset, Optimum, Problem
 from ..core.sets import Ball, ConstraintSet
+from ..core.tags import ProblemTags
 from ..numerics.kernels import QUADRATIC, LossKernel
 from ._hard_data import HARD_DATA_PARAMS, hard_data
 
@@ -78,20 +80,11 @@ class LBQuad(Problem):
         """Compiled ½‖θ − d‖² (:func:`dpbench.numerics.kernels.QUADRATIC` with curvature 1, no kink)."""
         return QUADRATIC(1.0, 0.0)
 
-    def expmech_sampler(
-        self, data: Dataset, k: float, region: ConstraintSet
-    ) -> Callable[[np.random.Generator], np.ndarray] | None:
-        """Exact sampler of ∝ exp(−(kn/2)‖θ − q‖²), q the mean row, on a ball or an
-        intersection of balls (C or C ∩ B(θ₀, r₀)); rejection (oracle O7 of docs/bst14.md)."""
-        from ..core.errors import NotApplicable
-        from ..numerics.samplers.ball import truncated_gaussian_sampler
-        from ..numerics.samplers.mcmc import region_balls
-
-        try:
-            centers, radii = region_balls(region, data.p)
-        except NotApplicable:  # not an intersection of balls: no exact sampler
-            return None
-        return truncated_gaussian_sampler(data.X.mean(axis=0), k * data.n, centers, radii)
+    def __dpbench_tags__(self) -> ProblemTags:
+        """½‖θ − d‖² on B(0, R) with rows of norm data_norm: the Gibbs law is a truncated Gaussian
+        (``isotropic_quadratic`` = (data_norm, R)); oracles O3/O4/O7 of docs/bst14.md."""
+        return ProblemTags(isotropic_quadratic=(self.data_norm, self.radius),
+                           closed_form="lb_quad")
 
     def generate(self, n: int, p: int, rng: np.random.Generator) -> Dataset:
         data = hard_data(n, p, rng, norm=self.data_norm, signal=self.signal, data=self.data,
@@ -110,3 +103,19 @@ class LBQuad(Problem):
         """θ* = Π_C(mean of the rows): the average loss is ½‖θ − q‖² + const."""
         theta = self.constraint.project(data.X.mean(axis=0))
         return Optimum(theta=theta, value=self.risk(theta, data), gap=0.0, method="closed form")
+
+
+@register_exact_sampler("gibbs", LBQuad)
+def _lb_quad_gibbs(problem: LBQuad, data: Dataset, k: float, region: ConstraintSet
+                   ) -> Callable[[np.random.Generator], np.ndarray] | None:
+    """Exact sampler of ∝ exp(−(kn/2)‖θ − q‖²), q the mean row, on a ball or an
+    intersection of balls (C or C ∩ B(θ₀, r₀)); rejection (oracle O7 of docs/bst14.md)."""
+    from ..core.errors import NotApplicable
+    from ..numerics.samplers.ball import truncated_gaussian_sampler
+    from ..numerics.samplers.mcmc import region_balls
+
+    try:
+        centers, radii = region_balls(region, data.p)
+    except NotApplicable:  # not an intersection of balls: no exact sampler
+        return None
+    return truncated_gaussian_sampler(data.X.mean(axis=0), k * data.n, centers, radii)

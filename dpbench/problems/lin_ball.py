@@ -28,6 +28,7 @@ import numpy as np
 from numba import njit
 
 from ..core.errors import UserInputError
+from ..core.exact_samplers import register_exact_sampler
 from ..core.params import Param
 from ..core.problem import Dataset, Optimum, Problem
 from ..core.sets import Ball, ConstraintSet
@@ -122,13 +123,15 @@ class LinBall(Problem):
         m = self.mean(p, n)
         return float(m @ np.asarray(theta, dtype=float) + self.radius * np.linalg.norm(m))
 
-    def rem_sampler(self, data: Dataset, k: float, mu: float, center: np.ndarray
-                    ) -> Callable[[np.random.Generator], np.ndarray] | None:
-        """N(c − s̄/μ, I/(kμ)) on the ball (exact up to the t-marginal's quadrature; docs/rem.md,
-        'Exact 𝒢_y draws (S2)')."""
-        if not k * mu > 0:
-            return None
-        from ..numerics.samplers.alternating import ball_gaussian_sampler
 
-        q = np.asarray(center, dtype=float) - data.X.mean(axis=0) / mu
-        return ball_gaussian_sampler(q, k * mu, self.radius)
+@register_exact_sampler("regularized_gibbs", LinBall)
+def _lin_ball_rem(problem: LinBall, data: Dataset, k: float, mu: float, center: np.ndarray
+                  ) -> Callable[[np.random.Generator], np.ndarray] | None:
+    """N(c − s̄/μ, I/(kμ)) on the ball (exact up to the t-marginal's quadrature; docs/rem.md,
+    'Exact 𝒢_y draws (S2)'). ``None`` when kμ = 0 (no μ = 0 fallback)."""
+    if not k * mu > 0:
+        return None
+    from ..numerics.samplers.alternating import ball_gaussian_sampler
+
+    q = np.asarray(center, dtype=float) - data.X.mean(axis=0) / mu
+    return ball_gaussian_sampler(q, k * mu, problem.radius)

@@ -19,7 +19,8 @@ change along n. Population: 𝓛_𝒟(θ) = 1 − ⟨θ, μ⟩ with μ_j = (2P_j
 
 The Gibbs law factorises: θ_j has density ∝ exp(β(v_jθ_j − (ridge/2)θ_j²)) on
 [−a, a] with v = d̄ — a truncated exponential (inverse CDF) for ridge = 0 and a truncated normal
-N(v_j/ridge, 1/(β·ridge)) otherwise (:func:`cube_gibbs_sampler`, exact). The exact expected
+N(v_j/ridge, 1/(β·ridge)) otherwise (:func:`cube_gibbs_sampler`, exact; the registered ``"gibbs"``
+sampler, :mod:`dpbench.core.exact_samplers`). The exact expected
 excess for ridge = 0 is Σ_j [1/β − 2a|v_j|/(e^{2aβ|v_j|} − 1)] (:func:`cube_gibbs_excess`).
 """
 
@@ -31,6 +32,7 @@ from typing import Any, Callable, ClassVar
 import numpy as np
 from scipy import stats
 
+from ..core.exact_samplers import register_exact_sampler
 from ..core.params import Param
 from ..core.problem import Dataset, Optimum, Problem
 from ..core.sets import Box, ConstraintSet
@@ -184,18 +186,6 @@ class LinCube(Problem):
 
         return pop(theta) - pop(self._argmin(mu))
 
-    # --- exact Gibbs sampler ------------------------------------------------------------------
-    def expmech_sampler(
-        self, data: Dataset, k: float, region: ConstraintSet
-    ) -> Callable[[np.random.Generator], np.ndarray] | None:
-        """Exact sampler of ∝ exp(−k·Σᵢℓ(θ; dᵢ)) on C (β = kn on the average): factorised
-        inverse CDF / truncated normal (docs/instances.md, 'F2 cube'). ``None`` for any region
-        other than C."""
-        if not (isinstance(region, Box) and region == self.constraint):
-            return None
-        a = self.constraint.half_width(data.p)  # type: ignore[attr-defined]
-        return cube_gibbs_sampler(data.X.mean(axis=0), k * data.n, a, self.ridge)
-
     def gibbs_excess(self, data: Dataset, beta: float) -> float:
         """Exact expected excess ERM of the Gibbs law at β (ridge 0 only; NaN otherwise)."""
         if self.ridge > 0:
@@ -206,3 +196,15 @@ class LinCube(Problem):
         """The same instance with the A8 regulariser (ridge/2)‖θ‖² added."""
         params: dict[str, Any] = dict(self.get_params(), ridge=self.ridge + ridge)
         return LinCube(**params)
+
+
+@register_exact_sampler("gibbs", LinCube)
+def _lin_cube_gibbs(problem: LinCube, data: Dataset, k: float, region: ConstraintSet
+                    ) -> Callable[[np.random.Generator], np.ndarray] | None:
+    """Exact sampler of ∝ exp(−k·Σᵢℓ(θ; dᵢ)) on C (β = kn on the average): factorised
+    inverse CDF / truncated normal (docs/instances.md, 'F2 cube'). ``None`` for any region
+    other than C."""
+    if not (isinstance(region, Box) and region == problem.constraint):
+        return None
+    a = problem.constraint.half_width(data.p)  # type: ignore[attr-defined]
+    return cube_gibbs_sampler(data.X.mean(axis=0), k * data.n, a, problem.ridge)

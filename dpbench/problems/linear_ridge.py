@@ -20,6 +20,7 @@ from typing import Any, Callable, ClassVar
 import numpy as np
 
 from ..core.errors import UserInputError
+from ..core.exact_samplers import register_exact_sampler
 from ..core.params import Param
 from ..core.problem import Dataset, Optimum, Problem
 from ..core.sets import Ball, ConstraintSet
@@ -104,18 +105,6 @@ class LinearRidge(Problem):
     def kernel(self) -> LossKernel:
         return LINEAR(self.ridge)
 
-    def expmech_sampler(self, data: Dataset, k: float, region: ConstraintSet
-                        ) -> Callable[[np.random.Generator], np.ndarray] | None:
-        """Exact sampler of exp(−k·Σℓ) ∝ exp(−(knΔ/2)‖θ − q/Δ‖²) on a ball or an intersection of
-        balls: Σℓ = (nΔ/2)‖θ − q/Δ‖² + const, a truncated Gaussian (rejection; oracle O7 of
-        docs/bst14.md)."""
-        from ..numerics.samplers.ball import truncated_gaussian_sampler
-        from ..numerics.samplers.mcmc import region_balls
-
-        centers, radii = region_balls(region, data.p)
-        q = data.X.mean(axis=0)
-        return truncated_gaussian_sampler(q / self.ridge, k * data.n * self.ridge, centers, radii)
-
     def _true_risk(self, theta: np.ndarray, mu: np.ndarray) -> float:
         return -float(theta @ mu) + 0.5 * self.ridge * float(theta @ theta)
 
@@ -124,3 +113,18 @@ class LinearRidge(Problem):
         mu = self.mean(p)
         theta = np.asarray(theta, dtype=float)
         return self._true_risk(theta, mu) - self._true_risk(self._minimiser(mu), mu)
+
+
+@register_exact_sampler("gibbs", LinearRidge)
+def _linear_ridge_gibbs(problem: LinearRidge, data: Dataset, k: float, region: ConstraintSet
+                        ) -> Callable[[np.random.Generator], np.ndarray] | None:
+    """Exact sampler of exp(−k·Σℓ) ∝ exp(−(knΔ/2)‖θ − q/Δ‖²) on a ball or an intersection of
+    balls: Σℓ = (nΔ/2)‖θ − q/Δ‖² + const, a truncated Gaussian (rejection; oracle O7 of
+    docs/bst14.md)."""
+    from ..numerics.samplers.ball import truncated_gaussian_sampler
+    from ..numerics.samplers.mcmc import region_balls
+
+    centers, radii = region_balls(region, data.p)
+    q = data.X.mean(axis=0)
+    return truncated_gaussian_sampler(q / problem.ridge, k * data.n * problem.ridge, centers,
+                                      radii)

@@ -13,12 +13,14 @@ the sphere.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import ClassVar
 
 import numpy as np
 from scipy.special import expit
 
 from ..core.problem import Dataset, Optimum
+from ..core.tags import ProblemTags
 from ..numerics.solvers.ball import SoftplusMargin, solve_smooth_ball
 from ._linear_law import MarginLossProblem
 
@@ -46,6 +48,12 @@ class Logistic(MarginLossProblem):
     @staticmethod
     def _dphi(margins: np.ndarray) -> np.ndarray:
         return -expit(-margins)
+
+    def __dpbench_tags__(self) -> ProblemTags:
+        """The margin-loss claims for φ(m) = log(1 + e^{−m}), and the softplus form with this
+        ridge (objective perturbation's Newton solver
+        :class:`~dpbench.numerics.solvers.ball.SoftplusMargin`)."""
+        return replace(super().__dpbench_tags__(), softplus_margin=self.ridge)
 
     def solve(self, data: Dataset) -> Optimum:
         if data.y is None:

@@ -13,9 +13,10 @@ Minimisers: the ERM minimiser is d̄ (inside C since every row is), the populati
 excess ERM ½‖θ − d̄‖², excess population ½‖θ − μ‖² (closed form, :meth:`MeanEst.population_excess`).
 
 The Gibbs law at inverse temperature β on the average loss (k = β/n on the sum) is N(d̄, I/β)
-truncated to C: :meth:`MeanEst.expmech_sampler` samples it exactly (rejection, via
-:func:`dpbench.numerics.samplers.ball.truncated_gaussian_sampler`). Expected excess ERM p/(2β) when the
-truncation is negligible (√(p/β) ≪ R − ‖d̄‖); expected excess population r²/(2n) + p/(2β).
+truncated to C: the registered ``"gibbs"`` sampler (:mod:`dpbench.core.exact_samplers`) samples
+it exactly (rejection, via :func:`dpbench.numerics.samplers.ball.truncated_gaussian_sampler`).
+Expected excess ERM p/(2β) when the truncation is negligible (√(p/β) ≪ R − ‖d̄‖); expected
+excess population r²/(2n) + p/(2β).
 """
 
 from __future__ import annotations
@@ -25,9 +26,11 @@ from typing import Any, Callable, ClassVar
 import numpy as np
 
 from ..core.errors import UserInputError
+from ..core.exact_samplers import register_exact_sampler
 from ..core.params import Param
 from ..core.problem import Dataset, Optimum, Problem
 from ..core.sets import Ball, ConstraintSet
+from ..core.tags import ProblemTags
 from ..numerics.kernels import QUADRATIC, LossKernel
 
 __all__ = ["MeanEst"]
@@ -84,6 +87,12 @@ class MeanEst(Problem):
         """Compiled ½‖θ − d‖² (:func:`dpbench.numerics.kernels.QUADRATIC`, curvature 1, no kink)."""
         return QUADRATIC(1.0, 0.0)
 
+    def __dpbench_tags__(self) -> ProblemTags:
+        """½‖θ − d‖² on B(0, R) with rows of norm ≤ ‖μ‖ + r: the Gibbs law is N(d̄, I/β) truncated
+        to C (``isotropic_quadratic`` = (‖μ‖ + r, R)); the F1 curves of docs/langevin.md."""
+        return ProblemTags(isotropic_quadratic=(self.mean_norm + self.spread, self.radius),
+                           closed_form="mean_est")
+
     # --- data and losses ----------------------------------------------------------------------
     def mean(self, p: int) -> np.ndarray:
         """The population mean μ = mean_norm·e₁ (data independent)."""
@@ -115,30 +124,31 @@ class MeanEst(Problem):
         diff = np.asarray(theta, dtype=float) - self.mean(p)
         return 0.5 * float(diff @ diff)
 
-    # --- exact Gibbs sampler ------------------------------------------------------------------
-    def expmech_sampler(
-        self, data: Dataset, k: float, region: ConstraintSet
-    ) -> Callable[[np.random.Generator], np.ndarray] | None:
-        """Exact sampler of ∝ exp(−k·Σᵢ ½‖θ − dᵢ‖²) = N(d̄, I/(kn)) truncated to ``region`` (a
-        ball or an intersection of balls); rejection (Gibbs = N(d̄, I/β), β = kn; docs/instances.md,
-        'F1 mean estimation')."""
-        from ..core.errors import NotApplicable
-        from ..numerics.samplers.ball import truncated_gaussian_sampler
-        from ..numerics.samplers.mcmc import region_balls
 
-        try:
-            centers, radii = region_balls(region, data.p)
-        except NotApplicable:  # not an intersection of balls: no exact sampler
-            return None
-        return truncated_gaussian_sampler(data.X.mean(axis=0), k * data.n, centers, radii)
+@register_exact_sampler("gibbs", MeanEst)
+def _mean_est_gibbs(problem: MeanEst, data: Dataset, k: float, region: ConstraintSet
+                    ) -> Callable[[np.random.Generator], np.ndarray] | None:
+    """Exact sampler of ∝ exp(−k·Σᵢ ½‖θ − dᵢ‖²) = N(d̄, I/(kn)) truncated to ``region`` (a
+    ball or an intersection of balls); rejection (Gibbs = N(d̄, I/β), β = kn; docs/instances.md,
+    'F1 mean estimation')."""
+    from ..core.errors import NotApplicable
+    from ..numerics.samplers.ball import truncated_gaussian_sampler
+    from ..numerics.samplers.mcmc import region_balls
 
-    def rashomon_sampler(
-        self, data: Dataset, beta: float, psi: float
-    ) -> Callable[[np.random.Generator], np.ndarray] | None:
-        """Exact sampler of ∝ exp(−β·max{½‖θ − d̄‖², ψ}) on C = B(0, R) (𝓛 − 𝓛* = ½‖θ − d̄‖²
-        since d̄ ∈ C): the radial mixture of docs/langevin.md, 'The Rashomon law on F1', with the
-        ball truncation by rejection (:func:`dpbench.numerics.samplers.rashomon.rashomon_radial_sampler`,
-        checked against that section's reference values)."""
-        from ..numerics.samplers.rashomon import rashomon_radial_sampler
+    try:
+        centers, radii = region_balls(region, data.p)
+    except NotApplicable:  # not an intersection of balls: no exact sampler
+        return None
+    return truncated_gaussian_sampler(data.X.mean(axis=0), k * data.n, centers, radii)
 
-        return rashomon_radial_sampler(data.X.mean(axis=0), beta, psi, self.constraint)
+
+@register_exact_sampler("rashomon", MeanEst)
+def _mean_est_rashomon(problem: MeanEst, data: Dataset, beta: float, psi: float
+                       ) -> Callable[[np.random.Generator], np.ndarray] | None:
+    """Exact sampler of ∝ exp(−β·max{½‖θ − d̄‖², ψ}) on C = B(0, R) (𝓛 − 𝓛* = ½‖θ − d̄‖²
+    since d̄ ∈ C): the radial mixture of docs/langevin.md, 'The Rashomon law on F1', with the
+    ball truncation by rejection (:func:`dpbench.numerics.samplers.rashomon.rashomon_radial_sampler`,
+    checked against that section's reference values)."""
+    from ..numerics.samplers.rashomon import rashomon_radial_sampler
+
+    return rashomon_radial_sampler(data.X.mean(axis=0), beta, psi, problem.constraint)

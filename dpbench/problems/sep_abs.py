@@ -31,6 +31,7 @@ import numpy as np
 from numba import njit
 from scipy import optimize, special, stats
 
+from ..core.exact_samplers import register_exact_sampler
 from ..core.params import Param
 from ..core.problem import Dataset, Optimum, Problem
 from ..core.sets import Box, ConstraintSet
@@ -251,15 +252,17 @@ class SepAbs(Problem):
         return [AbsGaussFactor(data.X[:, j], w, A, k * mu * float(center[j]), -a, a)
                 for j in range(data.p)]
 
-    def rem_sampler(self, data: Dataset, k: float, mu: float, center: np.ndarray
-                    ) -> Callable[[np.random.Generator], np.ndarray] | None:
-        """Exact REM draws: each coordinate from its truncated-normal mixture (needs k(λ + μ) > 0)."""
-        if not k * (self.ridge + mu) > 0:
-            return None
-        factors = self.rem_factors(data, k, mu, np.asarray(center, dtype=float))
 
-        def draw(rng: np.random.Generator) -> np.ndarray:
-            return np.array([f.draw(rng) for f in factors])
+@register_exact_sampler("regularized_gibbs", SepAbs)
+def _sep_abs_rem(problem: SepAbs, data: Dataset, k: float, mu: float, center: np.ndarray
+                 ) -> Callable[[np.random.Generator], np.ndarray] | None:
+    """Exact REM draws: each coordinate from its truncated-normal mixture (needs k(λ + μ) > 0;
+    ``None`` otherwise, with no μ = 0 fallback)."""
+    if not k * (problem.ridge + mu) > 0:
+        return None
+    factors = problem.rem_factors(data, k, mu, np.asarray(center, dtype=float))
 
-        return draw
+    def draw(rng: np.random.Generator) -> np.ndarray:
+        return np.array([f.draw(rng) for f in factors])
 
+    return draw

@@ -414,7 +414,7 @@ def rate_fit(algorithm: Algorithm, problem: Problem | None = None, *,
         for seed in range(seeds):
             did = data_identity(prob.name, prob.get_params(), n, p, seed)
             data, opt = dataset_and_optimum(prob, did, 0)
-            mid = mechanism_identity(algorithm.name, algorithm.get_params(), did,
+            mid = mechanism_identity(algorithm.name, algorithm.identity_params(), did,
                                      {"epsilon": eps, "delta": delta})
             out = algorithm.release(data, prob, epsilon=eps, delta=delta, rng=make_rng(mid, 0))
             vals.append(prob.risk(out.theta, data) - opt.value)

@@ -18,6 +18,7 @@ from scipy import integrate, stats
 from scipy.optimize import minimize, minimize_scalar
 
 from dpbench.core.errors import NotApplicable, UserInputError
+from dpbench.core.exact_samplers import exact_sampler
 from dpbench.core.problem import Dataset, Problem
 from dpbench.core.registry import get_problem
 from dpbench.core.sets import Ball, BallAt, Intersection
@@ -331,7 +332,7 @@ def test_kink_sc_expmech_sampler_is_the_radial_law() -> None:
     problem = KinkSC()
     data = problem.generate(50, 3, np.random.default_rng(13))
     k = 1.0
-    draw = problem.expmech_sampler(data, k, problem.constraint)
+    draw = exact_sampler("gibbs", problem, data, k, problem.constraint)
     assert draw is not None
     gen = np.random.default_rng(14)
     pts = np.array([draw(gen) for _ in range(3000)])
@@ -339,7 +340,8 @@ def test_kink_sc_expmech_sampler_is_the_radial_law() -> None:
     # a = kn = 50: the mass beyond ‖θ‖ = 1 (r > 0.7) is < 1e-10, so C does not truncate
     assert stats.kstest(r, lambda x: radius_cdf(x, 3, 50.0, 25.0)).statistic < ks_limit(3000)
     assert np.all(problem.constraint.contains(pts))
-    assert problem.expmech_sampler(KinkSC(signal=0.5).generate(50, 3, gen), k, Ball(1.0)) is None
+    spread = KinkSC(signal=0.5).generate(50, 3, gen)
+    assert exact_sampler("gibbs", problem, spread, k, Ball(1.0)) is None
 
 
 def test_piecewise_sampler_against_exact_and_integrated_cdf() -> None:
@@ -365,7 +367,7 @@ def test_hub_1d_expmech_sampler_on_a_localised_interval() -> None:
     region = Intersection(Ball(2.0), BallAt(np.array([-0.5]), 1.0))
     assert interval_of(region) == (-1.5, 0.5)
     k = 0.2
-    draw = problem.expmech_sampler(data, k, region)
+    draw = exact_sampler("gibbs", problem, data, k, region)
     assert draw is not None
     law = piecewise_from_function(lambda t: problem.sum_loss(t, data), [-1.0, 7.0], -1.5, 0.5, k)
     assert law.t.tolist() == [-1.5, -1.0, 0.5]  # kinks outside the interval are dropped
@@ -387,7 +389,7 @@ def test_linear_ridge_expmech_sampler_is_the_gaussian() -> None:
     problem = LinearRidge(ridge=0.5)
     data = problem.generate(400, 4, np.random.default_rng(24))
     k = 2.0
-    draw = problem.expmech_sampler(data, k, problem.constraint)
+    draw = exact_sampler("gibbs", problem, data, k, problem.constraint)
     assert draw is not None
     gen = np.random.default_rng(25)
     center = data.X.mean(axis=0) / 0.5

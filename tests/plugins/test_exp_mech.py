@@ -19,6 +19,7 @@ from dpbench.algorithms.exp_mech import ExpMech, expmech_temperature
 from dpbench.algorithms.exp_mech_net import ExpMechNet, ball_grid, net_log_probs
 from dpbench.algorithms.grid_walk import ExpMechGridWalk, run_walk, walk_constants
 from dpbench.core.errors import NotApplicable, UserInputError
+from dpbench.core.exact_samplers import exact_sampler
 from dpbench.core.problem import Dataset
 from dpbench.core.sets import Ball, BallAt, Intersection
 from dpbench.numerics.samplers import sample_expmech
@@ -92,7 +93,7 @@ def test_lbquad_truncated_matches_grid_density() -> None:
     theta0 = q + np.array([0.12, 0.05])
     for k, radius in ((0.5, 0.05), (0.02, 0.1)):  # a = kn: 250 (uniform) and 10 (Gaussian)
         region = Intersection(Ball(1.0), BallAt(theta0, radius))
-        sampler = prob.expmech_sampler(data, k, region)
+        sampler = exact_sampler("gibbs", prob, data, k, region)
         assert sampler is not None
         th = draws(prob, data, k, region, 5, 4000)
         assert np.all(region.contains(th))
@@ -137,7 +138,7 @@ def test_mcmc_matches_exact_on_kink_sc(kind: str) -> None:
     prob = kink.KinkSC()
     data = prob.generate(100, 5, np.random.default_rng(3))
     k = expmech_temperature(EPS, prob.lipschitz, prob.constraint.diameter)
-    if prob.expmech_sampler(data, k, prob.constraint) is None:
+    if exact_sampler("gibbs", prob, data, k, prob.constraint) is None:
         pytest.skip("KINK-SC exact sampler needs single-point data")
     d0 = data.X[0]
     exact = np.linalg.norm(draws(prob, data, k, prob.constraint, 10, 2000) - d0, axis=1)

@@ -20,6 +20,7 @@ from dpbench.algorithms.gibbs import Gibbs, a8_lambda
 from dpbench.algorithms.iterated_exp_mech import IteratedExpMech, iteration_count, round_epsilons
 from dpbench.algorithms.rashomon import Rashomon
 from dpbench.core.errors import NotApplicable
+from dpbench.core.exact_samplers import exact_sampler
 from dpbench.core.registry import get_algorithm, get_problem
 from dpbench.numerics.samplers.rashomon import (
     expected_excess,
@@ -62,7 +63,7 @@ def test_mean_est_rashomon_sampler_truncates_to_the_ball() -> None:
     # (well inside C) the draws stay uniform.
     prob = MeanEst(radius=0.3, mean_norm=0.1, spread=0.2)
     data = prob.generate(200, 3, np.random.default_rng(1))
-    draw = prob.rashomon_sampler(data, 60.0, 0.005)
+    draw = exact_sampler("rashomon", prob, data, 60.0, 0.005)
     assert draw is not None
     gen = np.random.default_rng(2)
     xs = np.array([draw(gen) for _ in range(3000)])
@@ -94,7 +95,7 @@ def test_lin_cube_factorised_sampler_matches_closed_forms() -> None:
     v = data.X.mean(axis=0)
     a = 0.5
     beta = 40.0
-    draw = prob.expmech_sampler(data, beta / data.n, prob.constraint)
+    draw = exact_sampler("gibbs", prob, data, beta / data.n, prob.constraint)
     gen = np.random.default_rng(4)
     xs = np.array([draw(gen) for _ in range(4000)])
     for j in range(4):
@@ -104,12 +105,12 @@ def test_lin_cube_factorised_sampler_matches_closed_forms() -> None:
     assert abs(excess.mean() - prob.gibbs_excess(data, beta)) < 4 * excess.std() / math.sqrt(4000)
     # ridge (the A8 wrapper): per-coordinate truncated normals N(v/λ, 1/(βλ)) on [−a, a]
     ridged = prob.with_ridge(0.7)
-    draw = ridged.expmech_sampler(data, beta / data.n, ridged.constraint)
+    draw = exact_sampler("gibbs", ridged, data, beta / data.n, ridged.constraint)
     xs = np.array([draw(gen) for _ in range(3000)])
     for j in range(4):
         cdf = lambda t, j=j: cube_coordinate_cdf(t, 0.0, a, beta * 0.7, v[j] / 0.7)  # noqa: E731
         assert stats.kstest(xs[:, j], cdf).pvalue > 1e-3
-    assert prob.expmech_sampler(data, 1.0, MeanEst().constraint) is None
+    assert exact_sampler("gibbs", prob, data, 1.0, MeanEst().constraint) is None
 
 
 def test_lin_cube_constants_and_optimum() -> None:

@@ -15,6 +15,7 @@ from scipy import stats
 
 from dpbench.algorithms.langevin import Langevin, langevin_path, ou_path, regularizer_strength
 from dpbench.core.errors import NotApplicable, UserInputError
+from dpbench.core.exact_samplers import exact_sampler
 from dpbench.privacy.gaussian import gdp_mu
 from dpbench.privacy.langevin import (
     beta_a4_literal,
@@ -164,7 +165,7 @@ def test_excess_matches_exact_gibbs() -> None:
     prob = F1
     data = prob.generate(300, 5, np.random.default_rng(5))
     beta = Langevin().plan(prob, 300, 5, EPS_F1, DELTA).beta
-    draw = prob.expmech_sampler(data, beta / 300, prob.constraint)
+    draw = exact_sampler("gibbs", prob, data, beta / 300, prob.constraint)
     rng = np.random.default_rng(6)
     best = prob.solve(data).value
     gibbs = np.array([2 * beta * (prob.risk(draw(rng), data) - best) for _ in range(300)])
@@ -295,7 +296,7 @@ def test_mean_est_gibbs_sampler() -> None:
     prob = MeanEst()
     data = prob.generate(500, 3, np.random.default_rng(1))
     k = 2.0
-    draw = prob.expmech_sampler(data, k, prob.constraint)
+    draw = exact_sampler("gibbs", prob, data, k, prob.constraint)
     rng = np.random.default_rng(2)
     z = (np.array([draw(rng) for _ in range(2000)]) - data.X.mean(axis=0)) * math.sqrt(k * 500)
     assert stats.kstest(z.ravel(), "norm").pvalue > 0.01

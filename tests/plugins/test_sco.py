@@ -13,6 +13,7 @@ import pytest
 
 from dpbench.config.suite import load_suite, parse_suite
 from dpbench.core import registry
+from dpbench.core.exact_samplers import exact_sampler
 from dpbench.core.schema import DONE
 from dpbench.engine.runner import run_suite
 from dpbench.problems.flat_1d import Flat1D, flat_tau
@@ -110,7 +111,7 @@ def test_flat_1d_exact_gibbs_sampler_matches_its_density() -> None:
     data = problem.generate(200, 1, np.random.default_rng(1))
     k = 0.05
     a = k * float(data.X.sum())
-    draw = problem.expmech_sampler(data, k, problem.constraint)
+    draw = exact_sampler("gibbs", problem, data, k, problem.constraint)
     assert draw is not None
     rng = np.random.default_rng(2)
     xs = np.array([draw(rng)[0] for _ in range(4000)])
@@ -136,7 +137,7 @@ def test_flat_1d_with_ridge_closed_forms_and_sampler() -> None:
     assert problem.population_excess(star, 1, n) == pytest.approx(0.0, abs=1e-15)
     assert all(problem.population_excess(np.array([t]), 1, n) >= 0 for t in grid[::100])
     k = 0.02
-    draw = problem.expmech_sampler(data, k, problem.constraint)
+    draw = exact_sampler("gibbs", problem, data, k, problem.constraint)
     rng = np.random.default_rng(4)
     xs = np.array([draw(rng)[0] for _ in range(4000)])
     loc, scale = data.X.mean() / 0.5, 1 / math.sqrt(k * n * 0.5)
@@ -144,7 +145,7 @@ def test_flat_1d_with_ridge_closed_forms_and_sampler() -> None:
     assert stats.kstest(xs, law.cdf).statistic < 0.0258
     # REM law exp(−k·L̄ − (kμ/2)(θ − c)²): N((d̄ + μc)/(r + μ), 1/(k(r + μ))) on [−1, 1].
     k_rem, mu, c = 30.0, 0.2, 0.5
-    draw = problem.rem_sampler(data, k_rem, mu, np.array([c]))
+    draw = exact_sampler("regularized_gibbs", problem, data, k_rem, mu, np.array([c]))
     xs = np.array([draw(rng)[0] for _ in range(4000)])
     loc = (data.X.mean() + mu * c) / (0.5 + mu)
     scale = 1 / math.sqrt(k_rem * (0.5 + mu))

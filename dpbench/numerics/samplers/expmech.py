@@ -2,8 +2,8 @@
 
 :func:`sample_expmech` draws θ ∝ exp(−k·Σᵢ ℓ(θ; dᵢ)) on a region ⊆ C: C itself (ExpMech) or a
 localised C ∩ B(θ₀, r₀) (Localize, Algorithm 4). ``sampler="exact"`` uses the problem's
-:meth:`~dpbench.core.problem.Problem.expmech_sampler` hook (certified); ``"rwm"`` / ``"mala"`` run the
-MCMC chains of :mod:`dpbench.numerics.samplers.mcmc` (uncertified, nominal ε-DP).
+``"gibbs"`` sampler of :mod:`dpbench.core.exact_samplers` (certified); ``"rwm"`` / ``"mala"`` run
+the MCMC chains of :mod:`dpbench.numerics.samplers.mcmc` (uncertified, nominal ε-DP).
 """
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 
 from ...core.errors import NotApplicable
+from ...core.exact_samplers import exact_sampler
 from ...core.problem import Dataset, Problem
 from ...core.sets import ConstraintSet
 from .mcmc import KINDS, run_chain
@@ -35,7 +36,7 @@ def sample_expmech(problem: Problem, data: Dataset, k: float, region: Constraint
     if not k > 0:
         raise ValueError(f"sample_expmech: k must be > 0, got {k!r}")
     if sampler == "exact":
-        draw = problem.expmech_sampler(data, k, region)
+        draw = exact_sampler("gibbs", problem, data, k, region)
         if draw is None:
             raise NotApplicable(
                 f"problem {problem.name!r} has no exact exponential-mechanism sampler for region "
