@@ -57,8 +57,8 @@ class ExpMech(Algorithm):
     params: ClassVar[dict[str, Param]] = {
         "sampler": Param("exact", kind="str", choices=SAMPLERS,
                          doc="exact (problem's sampler, certified) or rwm/mala (MCMC, nominal ε-DP)"),
-        "steps": Param(0, kind="int", low=0,
-                       doc="MCMC steps; 0 = the public default 8·p·max(k·n·L·D, p), ≥ 2000"),
+        "steps": Param(None, kind="int", low=1, none="the public default 8·p·max(k·n·L·D, p), "
+                       "at least 2000", identity_of_none=0, doc="MCMC steps"),
         "step_scale": Param(1.0, low=0.0, low_open=True,
                             doc="multiplier of the MCMC step size min(c/(k·n·L), D/p), c = 0.5 "
                                 "(rwm) or 0.3 (mala)"),
@@ -68,7 +68,9 @@ class ExpMech(Algorithm):
         """Exact ~ n·p (one pass over the data); MCMC ~ steps·n·p (default steps at ε = 1)."""
         if self.sampler == "exact":
             return float(n * p)
-        steps = self.steps or default_steps(n, p, 0.5, 1.0, 1.0)  # k·L·D = ε/2 at ε = 1
+        steps = self.steps
+        if steps is None:
+            steps = default_steps(n, p, 0.5, 1.0, 1.0)  # k·L·D = ε/2 at ε = 1
         return float(steps) * n * p
 
     def oracle_excess(self, data: Dataset, problem: Problem, *, epsilon: float,
@@ -110,7 +112,7 @@ class ExpMech(Algorithm):
         k = expmech_temperature(epsilon, float(problem.lipschitz), float(constraint.diameter))
         theta, info = sample_expmech(
             problem, data, k, constraint, rng, sampler=self.sampler,
-            steps=self.steps or None, step_scale=self.step_scale)
+            steps=self.steps, step_scale=self.step_scale)
         certified = bool(info["certified"])
         label = ("exponential mechanism, exact sampler" if certified else
                  f"exponential mechanism, {self.sampler.upper()} sampler (nominal ε-DP, "

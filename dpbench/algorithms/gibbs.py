@@ -107,7 +107,8 @@ def has_exact_expmech(problem: Problem) -> bool:
 
 
 def gibbs_mcmc_tuning(kind: str, beta: float, n: int, p: int, L: float, diameter: float,
-                      m: float, M: float, step_scale: float, steps: int) -> tuple[int, float]:
+                      m: float, M: float, step_scale: float,
+                      steps: int | None) -> tuple[int | None, float]:
     """Public (steps, step_scale) for :func:`dpbench.numerics.samplers.mcmc.run_chain` on the Gibbs law
     exp(−β𝓛) of an m-strongly convex, M-smooth loss (our own public rule; what a finite chain
     certifies: docs/langevin.md Pitfalls 9).
@@ -126,7 +127,7 @@ def gibbs_mcmc_tuning(kind: str, beta: float, n: int, p: int, L: float, diameter
     base = default_step(kind, beta / n, n, L, diameter, p, 1.0)
     wanted = min(c * p ** (-1.0 / 6.0) / math.sqrt(beta * M), diameter / p)
     width = min(1.0 / math.sqrt(beta * m), diameter)
-    n_steps = steps or min(MAX_GIBBS_STEPS, 2000 + 100 * math.ceil((width / wanted) ** 2))
+    n_steps = steps if steps is not None else min(MAX_GIBBS_STEPS, 2000 + 100 * math.ceil((width / wanted) ** 2))
     return n_steps, step_scale * wanted / base
 
 
@@ -156,14 +157,15 @@ class Gibbs(Algorithm):
                             doc="A8 wrapper for merely convex losses: none, erm or sco λ_r"),
         "sampler": Param("exact", kind="str", choices=SAMPLERS,
                          doc="exact (certified) or rwm/mala (nominal, uncertified)"),
-        "steps": Param(0, kind="int", low=0, doc="MCMC steps; 0 = the public default"),
+        "steps": Param(None, kind="int", low=1, none="the public default", identity_of_none=0,
+                       doc="MCMC steps"),
         "step_scale": Param(1.0, low=0.0, low_open=True, doc="MCMC step-size multiplier"),
     }
 
     calibration: str
     regularize: str
     sampler: str
-    steps: int
+    steps: int | None
     step_scale: float
 
     def requirements(self) -> tuple[str, ...]:
@@ -293,7 +295,7 @@ class Gibbs(Algorithm):
                 self.sampler, beta, data.n, data.p, float(work.lipschitz),
                 float(work.constraint.diameter), cal["m"], float(work.smoothness), scale, steps)
         theta, info = sample_expmech(work, data, beta / data.n, work.constraint, rng,
-                                     sampler=self.sampler, steps=steps or None, step_scale=scale)
+                                     sampler=self.sampler, steps=steps, step_scale=scale)
         certified = bool(info["certified"])
         theorem = cal["theorem"] + ("" if certified else "; " + mcmc_theorem_note(self.sampler))
         label = (f"Gibbs sampler (A4, {self.calibration} β, "

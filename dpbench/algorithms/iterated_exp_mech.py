@@ -86,12 +86,13 @@ class IteratedExpMech(Algorithm):
                         doc="erm (flag 1, Thm 4.2) or sco (flag 0: Lemma 4.5 radius, Thm 4.4)"),
         "sampler": Param("exact", kind="str", choices=SAMPLERS,
                          doc="exact (problem's sampler on C ∩ balls) or rwm/mala (nominal)"),
-        "steps": Param(0, kind="int", low=0, doc="MCMC steps per round; 0 = public default"),
+        "steps": Param(None, kind="int", low=1, none="the public default", identity_of_none=0,
+                       doc="MCMC steps per round"),
     }
 
     target: str
     sampler: str
-    steps: int
+    steps: int | None
 
     def not_applicable_reason(self, problem: Problem) -> str | None:
         reason = super().not_applicable_reason(problem)
@@ -131,7 +132,7 @@ class IteratedExpMech(Algorithm):
         for i, eps_i in enumerate(round_epsilons(epsilon, k), start=1):
             k_i = expmech_temperature(eps_i, L, D)
             theta, info = sample_expmech(problem, data, k_i, region, rng, sampler=self.sampler,
-                                         steps=self.steps or None)
+                                         steps=self.steps)
             certified = bool(info["certified"])
             steps += int(info["steps"])
             theorem = (f"round {i}/{k}: exponential mechanism on C_{i - 1} (diameter ≤ "

@@ -89,22 +89,22 @@ class Localize(Algorithm):
         "sampler": Param(
             "exact", kind="str", choices=("exact", "rwm", "mala"),
             doc="ExpMech sampler on C₀: the problem's exact sampler, or MCMC (nominal ε-DP)"),
-        "steps": Param(0, kind="int", low=0,
-                       doc="MCMC steps (0: the sampler's default); ignored by the exact sampler"),
-        "step_scale": Param(0.0, low=0.0,
-                            doc="MCMC step-size multiplier (0: the sampler's default)"),
+        "steps": Param(None, kind="int", low=1, none="the sampler's default", identity_of_none=0,
+                       doc="MCMC steps; ignored by the exact sampler"),
+        "step_scale": Param(None, low=0.0, low_open=True, none="the sampler's default",
+                            identity_of_none=0.0, doc="MCMC step-size multiplier"),
         "solver_gap": _SOLVER_GAP,
     }
 
     radius_rule: str
     sampler: str
-    steps: int
-    step_scale: float
+    steps: int | None
+    step_scale: float | None
     solver_gap: float
 
     # --- declarations -------------------------------------------------------------------------
     def cost(self, n: int, p: int) -> float:
-        return float(n * p) * (2.0 if self.sampler == "exact" else 1.0 + max(self.steps, 10_000))
+        return float(n * p) * (2.0 if self.sampler == "exact" else 1.0 + max(self.steps or 0, 10_000))
 
     def rate_card(self) -> RateCard:
         """R3 on the average scale: Thm 4.3's p²L² log n/(nΔε²) divided by n."""
@@ -166,7 +166,7 @@ class Localize(Algorithm):
         k = half / (2.0 * L * region.diameter)
         theta, sinfo = sample_expmech(
             problem, data, k, region, rng, sampler=self.sampler,
-            steps=self.steps or None, step_scale=self.step_scale or None)
+            steps=self.steps, step_scale=self.step_scale)
         certified = bool(sinfo.get("certified", True))
         ledger = PrivacyLedger.from_charges(
             Charge("localize step 1: output perturbation (Gamma-norm noise) at ε/2",

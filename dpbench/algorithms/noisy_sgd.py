@@ -409,9 +409,9 @@ class NoisySGD(Algorithm):
             "last", kind="str", choices=("last", "average", "suffix"),
             doc="released point: last iterate (paper), average of all iterates, or of the last half"),
         "steps": Param(
-            0, kind="int", low=0,
-            doc="number of steps T: 0 = n²−1 (the paper); T ≥ 1 = 'NoisySGD-T', σ accounted for "
-                "T steps (derived heuristic, not from the paper; docs/bst14.md)"),
+            None, kind="int", low=1, none="n²−1, the paper's T", identity_of_none=0,
+            doc="number of steps T; T given = 'NoisySGD-T', σ accounted for T steps (derived "
+                "heuristic, not from the paper; docs/bst14.md)"),
     }
 
     # --- declarations -------------------------------------------------------------------------
@@ -422,7 +422,7 @@ class NoisySGD(Algorithm):
 
     def n_steps(self, n: int) -> int:
         """T: the paper's n² − 1, or the ``steps`` parameter when it is set (NoisySGD-T)."""
-        return self.steps if self.steps > 0 else n * n - 1
+        return n * n - 1 if self.steps is None else self.steps
 
     def cost(self, n: int, p: int) -> float:
         return float(self.n_steps(n)) * p
@@ -445,7 +445,7 @@ class NoisySGD(Algorithm):
         averaged = self.output == "suffix" or (
             self.output == "average" and self.variant == "lipschitz")
         expression, citation = _CARDS[(self.variant, self.sigma_mode, averaged)]
-        if self.steps > 0:
+        if self.steps is not None:
             citation += (f"; NoisySGD-T (T = {self.steps} steps, [derived heuristic], "
                          "docs/bst14.md): the card assumes T ≳ n²ε²/log(1/δ), where the noise "
                          "term is unchanged")
@@ -482,7 +482,7 @@ class NoisySGD(Algorithm):
         for other configurations."""
         from ..theory.expected_excess import noisy_sgd_lblin, noisy_sgd_quadratic
 
-        if self.output != "last" or self.steps > 0:
+        if self.output != "last" or self.steps is not None:
             return math.nan
         n, p = data.n, data.p
         L = float(problem.lipschitz)
@@ -501,7 +501,7 @@ class NoisySGD(Algorithm):
         return math.nan
 
     def oracle_kind(self, problem: Problem) -> str:
-        if self.output != "last" or self.steps > 0:
+        if self.output != "last" or self.steps is not None:
             return ""
         closed_form = get_tags(problem).closed_form
         if (self.variant == "lipschitz" and closed_form == "lb_lin") or (
@@ -553,6 +553,6 @@ class NoisySGD(Algorithm):
             "z": z, "sigma": sigma, "steps": T, "accounted_epsilon": eps_spent,
             "paper_epsilon": paper_eps, "clip_norm": L,
             "path": "compiled" if uses_compiled_path(problem, constraint, p) else "numpy",
-            "label": "NoisySGD-T" if self.steps > 0 else "NoisySGD",
+            "label": "NoisySGD-T" if self.steps is not None else "NoisySGD",
         }
         return Release(theta=theta, ledger=ledger, grad_queries=T, iterations=T, info=info)

@@ -136,7 +136,8 @@ class Rashomon(Algorithm):
         "sampler": Param("exact", kind="str", choices=SAMPLERS,
                          doc="exact (problem's radial sampler, certified) or rwm/mala on the "
                              "thresholded loss (nominal)"),
-        "steps": Param(0, kind="int", low=0, doc="MCMC steps; 0 = the public default"),
+        "steps": Param(None, kind="int", low=1, none="the public default", identity_of_none=0,
+                       doc="MCMC steps"),
     }
 
     psi: float
@@ -144,7 +145,7 @@ class Rashomon(Algorithm):
     calibration: str
     samples: int
     sampler: str
-    steps: int
+    steps: int | None
 
     def __init__(self, **params: Any) -> None:
         super().__init__(**params)
@@ -234,7 +235,7 @@ class Rashomon(Algorithm):
             return np.asarray(draw(rng), dtype=float), {"steps": 0, "certified": True}
         view = ThresholdedProblem(problem, threshold)
         theta, info = run_chain(view, data, beta / data.n, problem.constraint, rng,
-                                kind=self.sampler, steps=self.steps or None)
+                                kind=self.sampler, steps=self.steps)
         return theta, info
 
     def run(self, data: Dataset, problem: Problem, *, epsilon: float, delta: float,

@@ -93,7 +93,8 @@ class AuditPoint:
         """The identity of the point (the pair's generator); a batch adds ``"batch"``."""
         return {"audit": self.audit, "algorithm": self.algorithm_name,
                 "params": identity_params(self.algorithm_cls.params, self.algorithm_params),
-                "problem": {"name": self.problem_name, "params": self.problem_params},
+                "problem": {"name": self.problem_name,
+                            "params": identity_params(self.problem_cls.params, self.problem_params)},
                 "point": self.point, "canary": self.canary}
 
     def batch_rng(self, batch: int) -> np.random.Generator:

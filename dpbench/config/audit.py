@@ -88,7 +88,8 @@ class AuditSpec:
             "schema": AUDIT_SCHEMA, "root_seed": root_seed, "runs": self.runs,
             "batch": self.batch, "canaries": list(self.canaries), "grid": self.grid,
             "problems": [{"label": p.label, "name": p.name, "version": p.cls.version,
-                          "params": p.params} for p in self.problems],
+                          "params": identity_params(p.cls.params, p.params)}
+                         for p in self.problems],
             "algorithms": [{"label": a.label, "name": a.name, "version": a.cls.version,
                             "params": identity_params(a.cls.params, a.params)}
                            for a in self.algorithms],

@@ -184,7 +184,8 @@ class Experiment:
             "root_seed": root_seed,
             "seeds": self.seeds,
             "problems": [{"label": p.label, "name": p.name, "version": p.cls.version,
-                          "params": p.params} for p in self.problems],
+                          "params": identity_params(p.cls.params, p.params)}
+                         for p in self.problems],
             "algorithms": [{"label": a.label, "name": a.name, "version": a.cls.version,
                             "params": identity_params(a.cls.params, a.params)}
                            for a in self.algorithms],

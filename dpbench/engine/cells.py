@@ -109,7 +109,9 @@ def compute_cell(chunk: ChunkSpec, j: int, problem: Problem, algorithm: Any,
     """
     n, p = int(chunk.point["n"]), int(chunk.point["p"])
     eps, delta = float(chunk.point["epsilon"]), float(chunk.point["delta"])
-    data_id = data_identity(chunk.problem_name, chunk.problem_params, n, p, chunk.seeds[j])
+    data_id = data_identity(chunk.problem_name,
+                                identity_params(chunk.problem_cls.params, chunk.problem_params),
+                                n, p, chunk.seeds[j])
     try:
         data, opt = dataset_and_optimum(problem, data_id, chunk.root_seed)
         rng = make_rng(mechanism_identity(chunk.algorithm_name,

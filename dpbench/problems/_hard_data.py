@@ -6,7 +6,7 @@ BST14 Lemma 5.1 (proof in its Appendix C) builds its worst cases from k copies o
 * μ is a uniform random sign vector (the mechanisms benchmarked are equivariant under coordinate
   sign flips and permutations, so one random codeword is as hard as any [derived]);
 * k = round(signal·n) rows equal μ (half-up rounding, at least one row when signal > 0), or
-  k = min(n, signal_count) when ``signal_count`` > 0: k of the order of the lemma's M ≈ p/ε, a
+  k = min(n, signal_count) when ``signal_count`` is given: k of the order of the lemma's M ≈ p/ε, a
   signal M ≈ k that does not grow with n (the instance where the min(n, p/ε) bounds bind for
   every n);
 * the other n − k rows are ⌈(n − k)/2⌉ copies of a second random sign vector c and ⌊(n − k)/2⌋
@@ -38,10 +38,10 @@ __all__ = ["HardData", "hard_data", "signal_rows", "tardos_biases", "HARD_DATA_P
 HARD_DATA_PARAMS: dict[str, Param] = {
     "signal": Param(1.0, low=0.0, high=1.0,
                     doc="fraction of rows equal to the codeword (1: M = n·‖d‖, BST14 Lemma 5.1)"),
-    "signal_count": Param(0, kind="int", low=0,
-                          doc="if > 0, exactly min(n, signal_count) codeword rows (M fixed as n "
-                              "grows, of the order p/ε of BST14 Lemma 5.1); 0: use the fraction "
-                              "'signal'"),
+    "signal_count": Param(None, kind="int", low=1, none="use the fraction 'signal'",
+                          identity_of_none=0,
+                          doc="exactly min(n, signal_count) codeword rows (M fixed as n grows, of "
+                              "the order p/ε of BST14 Lemma 5.1)"),
     "data": Param("packing", kind="str", choices=("packing", "fingerprinting"),
                   doc="signal rows: copies of one codeword (pure DP) or Tardos-style biased "
                       "rows (approximate DP), BST14 Lemma 5.1; docs/instances.md"),
@@ -71,10 +71,10 @@ class HardData:
                 "codeword": self.codeword, "padding": self.padding}
 
 
-def signal_rows(n: int, signal: float, count: int = 0) -> int:
-    """k = min(n, count) when count > 0; else round(signal·n), rounding halves up, at least 1
+def signal_rows(n: int, signal: float, count: int | None = None) -> int:
+    """k = min(n, count) when count is given; else round(signal·n), rounding halves up, at least 1
     when signal > 0, at most n."""
-    if count > 0:
+    if count is not None:
         return min(n, count)
     if signal <= 0:
         return 0
@@ -99,7 +99,7 @@ def tardos_biases(p: int, k: int, rng: np.random.Generator) -> np.ndarray:
 
 
 def _fingerprinting(n: int, p: int, rng: np.random.Generator, norm: float,
-                    signal: float, count: int = 0) -> HardData:
+                    signal: float, count: int | None = None) -> HardData:
     """Fingerprinting-inspired instance [derived]: k = round(signal·n) rows with entry j
     equal to +norm/√p with probability bⱼ (Tardos biases) and −norm/√p otherwise, then ±c padding.
 
@@ -121,7 +121,7 @@ def _fingerprinting(n: int, p: int, rng: np.random.Generator, norm: float,
 
 
 def hard_data(n: int, p: int, rng: np.random.Generator, norm: float, signal: float,
-              data: str = "packing", count: int = 0) -> HardData:
+              data: str = "packing", count: int | None = None) -> HardData:
     """Draw the hard data set: k signal rows, then ±c padding (see the module docstring).
 
     ``data="packing"``: k copies of one random codeword; ``"fingerprinting"``: k Tardos-biased

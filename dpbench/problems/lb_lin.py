@@ -42,7 +42,7 @@ class LBLin(Problem):
 
     radius: float
     signal: float
-    signal_count: int
+    signal_count: int | None
     data: str
 
     @property

@@ -48,7 +48,7 @@ class LBQuad(Problem):
     radius: float
     data_norm: float
     signal: float
-    signal_count: int
+    signal_count: int | None
     data: str
 
     def __init__(self, **params: Any) -> None:

@@ -372,7 +372,7 @@ def check_epsilon_limit(algorithm: Algorithm, problem: Problem | None = None) ->
     consts = prob.constants()
     excess = []
     for seed in range(4):
-        did = data_identity(prob.name, prob.get_params(), 50, _dim(), seed)
+        did = data_identity(prob.name, prob.identity_params(), 50, _dim(), seed)
         data, opt = dataset_and_optimum(prob, did, 0)
         try:
             out = _run(algorithm, data, prob,
@@ -412,7 +412,7 @@ def rate_fit(algorithm: Algorithm, problem: Problem | None = None, *,
     for n in grid:
         vals, g = [], 0.0
         for seed in range(seeds):
-            did = data_identity(prob.name, prob.get_params(), n, p, seed)
+            did = data_identity(prob.name, prob.identity_params(), n, p, seed)
             data, opt = dataset_and_optimum(prob, did, 0)
             mid = mechanism_identity(algorithm.name, algorithm.identity_params(), did,
                                      {"epsilon": eps, "delta": delta})

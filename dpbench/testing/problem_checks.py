@@ -16,7 +16,7 @@ from ..core.seeding import data_identity, make_rng
 
 
 def _data(problem: Problem, n: int, p: int, seed: int = 0) -> Dataset:
-    return problem.generate(n, p, make_rng(data_identity(problem.name, problem.get_params(),
+    return problem.generate(n, p, make_rng(data_identity(problem.name, problem.identity_params(),
                                                          n, p, seed), 0))
 
 

@@ -51,3 +51,22 @@ def test_values_are_stored_as_given_and_identities_keep_the_old_sentinel() -> No
     assert plug.identity_params() == {"steps": 0, "h": "auto"}
     assert _Plugin(steps=5).identity_params() == {"steps": 5, "h": "auto"}
     assert identity_params({"x": Param(None, none="d")}, {"x": None}) == {"x": None}
+
+
+#: The parameters whose public default was spelled ``0`` before ``Param`` had unions.
+FORMER_SENTINELS = [("algorithms", "exp_mech", "steps"), ("algorithms", "gibbs", "steps"),
+                    ("algorithms", "rashomon", "steps"), ("algorithms", "iterated_exp_mech", "steps"),
+                    ("algorithms", "localize", "steps"), ("algorithms", "localize", "step_scale"),
+                    ("algorithms", "noisy_sgd", "steps"), ("problems", "lb_lin", "signal_count"),
+                    ("problems", "lb_quad", "signal_count")]
+
+
+@pytest.mark.parametrize("group, name, param", FORMER_SENTINELS)
+def test_public_defaults_are_null_not_zero(group: str, name: str, param: str) -> None:
+    from dpbench.core import registry
+
+    cls = registry.get(group, name)
+    assert cls().get_params()[param] is None
+    assert cls().identity_params()[param] == 0   # the old sentinel: earlier cubes reproduce
+    with pytest.raises(UserInputError, match=rf"parameter '{param}' must be .* or null \("):
+        cls(**{param: 0})
