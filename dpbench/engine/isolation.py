@@ -16,6 +16,7 @@ import contextlib
 import os
 import resource
 import signal
+import sys
 import threading
 import time
 from collections.abc import Callable
@@ -72,6 +73,30 @@ def limit_memory(memory_mb: float | None) -> None:
             cap = min(cap, hard)
     if cap != soft:
         resource.setrlimit(resource.RLIMIT_AS, (cap, hard))
+
+
+def _forget_foreign_imports() -> None:
+    """In a freshly forked child: drop the imports other threads of the parent were running.
+
+    ``os.fork`` copies only the forking thread. A dask worker runs other threads (its event loop
+    deserialises the next task while this one computes), and one of them may be executing a
+    module's body at the moment of the fork: the child then inherits that module's import lock,
+    held by a thread that no longer exists, and a half-initialised module in ``sys.modules``. The
+    first import of it in the child (typically while unpickling a request) blocks forever, and
+    the cell is killed at its time limit. CPython re-creates only the global import lock after a
+    fork, so the child removes the half-initialised modules and the per-module locks itself; the
+    next import of such a module runs its body again, in this thread. (CPython 3.11–3.13 keep
+    these in ``importlib._bootstrap``; if the names change, nothing is done.)
+    """
+    bootstrap = sys.modules.get("importlib._bootstrap")
+    for name, module in list(sys.modules.items()):
+        spec = getattr(module, "__spec__", None)
+        if spec is not None and getattr(spec, "_initializing", False):
+            del sys.modules[name]
+    for attribute in ("_module_locks", "_blocking_on"):
+        table = getattr(bootstrap, attribute, None)
+        if hasattr(table, "clear"):
+            table.clear()
 
 
 def _exit_with_parent(every_s: float = 0.5) -> None:
@@ -135,6 +160,7 @@ class _Child:
             code = 0
             try:
                 parent.close()
+                _forget_foreign_imports()
                 _serve(child)
             except BaseException:  # noqa: BLE001 - the parent records the death
                 code = 70

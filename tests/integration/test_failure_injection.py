@@ -9,7 +9,10 @@ duplicated cells. SIGKILL of a worker and of the client are covered by test_cras
 from __future__ import annotations
 
 import dataclasses
+import importlib
 import os
+import sys
+import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -58,6 +61,50 @@ def test_an_item_whose_process_dies_is_failed_and_the_rest_continue() -> None:
     assert isinstance(out[1], Killed)
     assert "died (exit code 9)" in out[1].message and "memory limit of 64 MB" in out[1].message
     assert [out[0][0], out[2][0]] == [0, 2]
+
+
+def _import_attribute(module: str) -> Callable[[int, Callable[[], None]], object]:
+    def compute(i: int, heartbeat: Callable[[], None]) -> object:
+        return importlib.import_module(module).VALUE
+
+    return compute
+
+
+#: A module whose body, in the test's own process, blocks until the test releases it: the child
+#: is forked while another thread is in the middle of importing it.
+_SLOW_MODULE = """
+import os, sys
+probe = getattr(sys, "_dpbench_import_probe", None)
+if probe is not None and os.getpid() == probe[0]:
+    probe[1].set()
+    probe[2].wait(60)
+VALUE = 42
+"""
+
+
+def test_a_fork_while_another_thread_imports_does_not_hang_the_child(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A dask worker deserialises its next task (importing plugin modules) while a task forks
+    its compute child; the child must not inherit a module import lock held by a thread it does
+    not have (it would block unpickling its first request until the time limit killed it)."""
+    name = "dpbench_fork_import_probe"
+    (tmp_path / f"{name}.py").write_text(_SLOW_MODULE)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    started, release = threading.Event(), threading.Event()
+    monkeypatch.setattr(sys, "_dpbench_import_probe", (os.getpid(), started, release),
+                        raising=False)
+    reset_child()  # the next isolated call forks now, during the import
+    importer = threading.Thread(target=importlib.import_module, args=(name,))
+    importer.start()
+    try:
+        assert started.wait(30)
+        out = run_isolated(_import_attribute, name, 2, 5.0, None)
+        assert out == [42, 42], out
+    finally:
+        release.set()
+        importer.join(30)
+        reset_child()
+        sys.modules.pop(name, None)
 
 
 def test_isolated_cells_equal_in_process_cells_bit_for_bit(tiny_suite_file: Path) -> None:
