@@ -9,14 +9,21 @@ from __future__ import annotations
 
 import functools
 import itertools
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import xarray as xr
-from jinja2 import Environment, PackageLoader, StrictUndefined, select_autoescape
+from jinja2 import (
+    ChoiceLoader,
+    Environment,
+    FunctionLoader,
+    PackageLoader,
+    StrictUndefined,
+    select_autoescape,
+)
 
 from .._version import __version__
 from ..analysis import (
@@ -38,10 +45,10 @@ from ..analysis import (
 )
 from ..analysis.expectations import summary_line
 from ..analysis.rates import MIN_POINTS
-from ..audit.report import audit_context
 from ..core.errors import UserInputError
 from ..core.schema import DONE, FAILED, NOT_APPLICABLE
 from ..store.cube import ROOT_KEY, Counts, Store
+from . import sections
 from .figures import (
     PALETTE,
     Curve,
@@ -512,12 +519,24 @@ def md_cell(value: Any) -> str:
     return " ".join(str(value).split()).replace("|", "\\|")
 
 
+def _section_template(name: str) -> tuple[str, None, Callable[[], bool]] | None:
+    """A registered section's template source; looked up in the registry when loaded (and stale
+    once the registry changes), so the cached environment serves the sections registered now."""
+    source = sections.templates().get(name)
+    if source is None:
+        return None
+    return source, None, lambda: sections.templates().get(name) == source
+
+
 @functools.cache
 def environment() -> Environment:
-    """The jinja2 environment of the report templates (autoescaped HTML, strict undefined)."""
+    """The jinja2 environment of the report templates (autoescaped HTML, strict undefined): the
+    pages from ``dpbench/templates``, the sections' fragments from :mod:`dpbench.report.sections`."""
     # select_autoescape matches name endings: "report.html.j2" needs "html.j2" to be escaped
     escaped = ("html", "htm", "xml", "html.j2")
-    env = Environment(loader=PackageLoader("dpbench", "templates"),
+    loader = ChoiceLoader([PackageLoader("dpbench", "templates"),
+                           FunctionLoader(_section_template)])
+    env = Environment(loader=loader,
                       autoescape=select_autoescape(enabled_extensions=escaped),
                       undefined=StrictUndefined, trim_blocks=True, lstrip_blocks=True,
                       keep_trailing_newline=True)
@@ -534,18 +553,25 @@ def default_output(store_path: str | Path) -> Path:
 
 def report_context(store_path: str | Path, *, n_resamples: int = 2000,
                    allow_incomplete: bool = False) -> dict[str, Any]:
-    """Everything the templates show, computed from the store (see :func:`build_report`)."""
+    """Everything the templates show, computed from the store (see :func:`build_report`): the
+    entries shared by the page and its sections, then what each registered section adds."""
     store = Store.open(store_path)
     if not allow_incomplete:
         _check_complete(store)
-    return {
+    experiments = [experiment_section(store, name, n_resamples=n_resamples,
+                                      allow_incomplete=allow_incomplete)
+                   for name in store.experiments()]
+    shared = {
         "prov": _provenance(store, store_path),
-        "experiments": [experiment_section(store, name, n_resamples=n_resamples,
-                                           allow_incomplete=allow_incomplete)
-                        for name in store.experiments()],
+        "experiments": experiments,
+        "checks": [c for e in experiments for c in e.expectations],
         "methods": _methods(n_resamples),
-        **audit_context(store),
     }
+    added: dict[str, Any] = {}
+    for section in sections.SECTIONS:
+        if section.context is not None:
+            added.update(section.context(store, shared))
+    return {**shared, **added}
 
 
 def render_report(context: dict[str, Any], output_html: str | Path) -> tuple[Path, Path]:
@@ -557,10 +583,11 @@ def render_report(context: dict[str, Any], output_html: str | Path) -> tuple[Pat
                              "the Markdown summary is written next to it")
     md_path = html_path.with_suffix(".md")
     html_path.parent.mkdir(parents=True, exist_ok=True)
-    html_path.write_text(env.get_template("report.html.j2").render(**context), encoding="utf-8",
-                         newline="\n")
-    md_path.write_text(env.get_template("report.md.j2").render(**context), encoding="utf-8",
-                       newline="\n")
+    registered = sections.SECTIONS
+    html_path.write_text(env.get_template("report.html.j2").render(**context, sections=registered),
+                         encoding="utf-8", newline="\n")
+    md_path.write_text(env.get_template("report.md.j2").render(**context, sections=registered),
+                       encoding="utf-8", newline="\n")
     return html_path, md_path
 
 

@@ -22,7 +22,9 @@ from dpbench.config.suite import parse_suite
 from dpbench.core.schema import PENDING
 from dpbench.engine.runner import run_suite
 from dpbench.report import build_report, render_report, report_context
+from dpbench.report import sections as report_sections
 from dpbench.report.build import environment
+from dpbench.report.sections import Section
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 SECTIONS = ("provenance", "rate-cards", "figures", "comparisons", "cells", "methods")
@@ -229,6 +231,43 @@ def test_html_is_autoescaped() -> None:
     env = environment()
     assert env.autoescape("report.html.j2") is True
     assert env.autoescape("report.md.j2") is False
+
+
+def test_every_section_has_markup_and_a_unique_anchor() -> None:
+    env = environment()
+    names = [s.name for s in report_sections.SECTIONS]
+    assert len(set(names)) == len(names) and "provenance" not in names   # the page header's id
+    for s in report_sections.SECTIONS:
+        assert s.title and f'id="{s.name}"' in s.html, s.name
+        assert env.autoescape(s.html_template) and env.autoescape(s.nav_template), s.name
+        assert env.autoescape(s.markdown_template) is False, s.name
+    # an empty Markdown fragment leaves a section out of the summary
+    assert {s.name for s in report_sections.SECTIONS if not s.markdown} == {"figures", "methods"}
+
+
+DUMMY = Section(
+    name="dummy", title="Dummy & co",
+    html='<section id="dummy">\n<h2>Dummy of {{ dummy_count }} experiments</h2>\n</section>\n',
+    markdown="## Dummy of {{ dummy_count }} experiments\n",
+    context=lambda store, shared: {"dummy_count": len(shared["experiments"])})
+
+
+def test_a_section_is_added_by_registering_it(store: Path, tmp_path: Path,
+                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    """One registry entry puts a section's markup, navigation link and data in both outputs, at
+    its place in the registry (here between the comparisons and the cells)."""
+    registered = report_sections.SECTIONS
+    at = [s.name for s in registered].index("cells")
+    monkeypatch.setattr(report_sections, "SECTIONS", (*registered[:at], DUMMY, *registered[at:]))
+    html_path, md_path = build_report(store, tmp_path / "r.html", n_resamples=200)
+    html, md = html_path.read_text(encoding="utf-8"), md_path.read_text(encoding="utf-8")
+    assert ('  <a href="#comparisons">Comparisons</a>\n  <a href="#dummy">Dummy &amp; co</a>\n'
+            '  <a href="#cells">') in html
+    dummy = html.index('</section>\n\n<section id="dummy">\n<h2>Dummy of 2 experiments</h2>\n'
+                       '</section>\n\n<section id="cells">')
+    assert html.index('<section id="comparisons">') < dummy
+    dummy = md.index("\n\n## Dummy of 2 experiments\n\n## Failed and not-applicable cells\n")
+    assert md.index("\n## Comparisons\n") < dummy
 
 
 def test_optional_tables_render(store: Path, tmp_path: Path) -> None:

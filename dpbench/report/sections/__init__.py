@@ -1,0 +1,30 @@
+"""The report's sections, in page order: adding one is a module here and a line in ``SECTIONS``.
+
+The page itself (head, style, the header with the title, navigation and provenance, the
+footer) is ``dpbench/templates/report.html.j2`` / ``report.md.j2``; it renders every registered
+section in turn, each followed (HTML) or preceded (Markdown, when present) by a blank line.
+See docs/architecture.md, "Where to add things".
+"""
+
+from __future__ import annotations
+
+from . import cells, comparisons, expected_rates, figures, methods, privacy_audit, rate_cards
+from .section import Section
+
+SECTIONS: tuple[Section, ...] = (
+    expected_rates.SECTION,
+    rate_cards.SECTION,
+    figures.SECTION,
+    comparisons.SECTION,
+    cells.SECTION,
+    privacy_audit.SECTION,
+    methods.SECTION,
+)
+
+
+def templates() -> dict[str, str]:
+    """The jinja source of every registered section's templates, by template name."""
+    return {name: source for section in SECTIONS for name, source in section.templates().items()}
+
+
+__all__ = ["SECTIONS", "Section", "templates"]
