@@ -191,8 +191,14 @@ class ExperimentSection:
 # --- helpers ----------------------------------------------------------------------------------
 
 def _mapping_text(d: dict[str, Any] | None) -> str:
-    return ", ".join(f"{k}={num(v, 6) if isinstance(v, float) else v}"
-                     for k, v in (d or {}).items())
+    """``k=v, ...``; a parameter left at its public default (``null``) reads ``k=default``."""
+    return ", ".join(f"{k}={_value_text(v)}" for k, v in (d or {}).items())
+
+
+def _value_text(value: Any) -> str:
+    if value is None:
+        return "default"
+    return num(value, 6) if isinstance(value, float) else str(value)
 
 
 def _algorithm_info(ds: xr.Dataset, label: str) -> dict[str, Any]:

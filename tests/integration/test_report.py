@@ -321,3 +321,10 @@ def test_run_with_report_default_path(store: Path, tmp_path: Path,
                  "--report"]) == 0
     assert (tmp_path / "reports" / "reportsuite.html").is_file()
     assert (tmp_path / "reports" / "reportsuite.md").is_file()
+
+
+def test_parameters_left_at_their_public_default_read_default() -> None:
+    from dpbench.report.build import _mapping_text
+
+    assert _mapping_text({"steps": None, "scale": 0.5, "sampler": "exact", "k": 3}) == (
+        "steps=default, scale=0.5, sampler=exact, k=3")
