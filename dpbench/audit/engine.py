@@ -61,6 +61,7 @@ from ..store.cube import Store, check_store_path
 from .runs import run_audit_batch
 from .stats import audit_bound, per_audit_alpha
 from .store import POINT_FLOAT_VARS, POINT_INT_VARS, AuditStore, BatchResult
+from .verdicts import point_verdict, tightness
 
 #: Work units charged per run on top of the algorithm's estimate (generator spawning, release
 #: validation, ledger, scoring: ~0.3 ms, like an experiment cell's fixed overhead
@@ -358,14 +359,14 @@ class PointResult:
         return self.epsilon_claimed - self.epsilon_lb
 
     @property
+    def tightness(self) -> float:
+        """How close the assumption-free bounds came to the claim (:func:`.verdicts.tightness`)."""
+        return tightness(self.epsilon_lb, self.epsilon_claimed, self.mu_lb, self.mu_claimed)
+
+    @property
     def verdict(self) -> str:
-        if not self.applicable:
-            return "n/a"
-        if self.runs_completed == 0:
-            return "no runs"
-        if self.point.expect == "violation":
-            return "detected" if self.violation else "not detected"
-        return "VIOLATION" if self.violation else "pass"
+        return point_verdict(self.point.expect, self.applicable, self.runs_completed,
+                             self.violation, self.tightness)
 
 
 def _claim(values: np.ndarray) -> float:
@@ -453,6 +454,12 @@ class AuditSummary:
     def violations(self) -> list[PointResult]:
         """Points of ``expect: private`` audits whose claim was refuted."""
         return [r for r in self.results if r.point.expect == "private" and r.violation]
+
+    @property
+    def uninformative(self) -> list[PointResult]:
+        """Clean points of ``expect: private`` audits whose bounds reach < 10 % of the claim."""
+        return [r for r in self.results if r.point.expect == "private"
+                and r.verdict == "uninformative"]
 
     @property
     def missed(self) -> list[tuple[str, str]]:

@@ -21,6 +21,7 @@ from rich.table import Table
 
 from ..store.cube import Store
 from .store import AUDIT_GROUP, audit_names, group_path
+from .verdicts import UNINFORMATIVE_BELOW, point_verdict, tightness
 
 if TYPE_CHECKING:
     from .engine import AuditSummary, PointResult
@@ -37,7 +38,7 @@ def audit_table(results: Sequence[PointResult]) -> Table:
     """One row per audit point: claims, lower bounds, runs, gap and verdict."""
     t = Table(title="privacy audit (ε lower bounds at the per-point level; gap = claimed − lb)")
     for col in ("audit", "algorithm", "problem", "n", "canary", "ε claimed", "ε_lb",
-                "μ claimed", "μ_lb", "runs", "gap", "verdict"):
+                "μ claimed", "μ_lb", "runs", "gap", "tightness", "verdict"):
         t.add_column(col, justify="left" if col in ("audit", "algorithm", "problem", "canary",
                                                     "verdict") else "right",
                      no_wrap=col in ("verdict", "runs"))
@@ -45,7 +46,8 @@ def audit_table(results: Sequence[PointResult]) -> Table:
         pt = r.point
         t.add_row(pt.audit, pt.algorithm_label, pt.problem_label, str(pt.point["n"]), pt.canary,
                   _f(r.epsilon_claimed), _f(r.epsilon_lb), _f(r.mu_claimed), _f(r.mu_lb),
-                  f"{r.runs_completed}/{r.runs_planned}", _f(r.gap), r.verdict)
+                  f"{r.runs_completed}/{r.runs_planned}", _f(r.gap), _f(r.tightness, 2),
+                  r.verdict)
     return t
 
 
@@ -69,6 +71,12 @@ def summary_lines(summary: AuditSummary) -> list[str]:
                      f"δ={pt.point['delta']:g}, canary {pt.canary}): ε_lb = "
                      f"{r.epsilon_lb:.4g} > claimed {r.epsilon_claimed:.4g} (μ_lb = "
                      f"{_f(r.mu_lb)}, claimed μ = {_f(r.mu_claimed)})")
+    private = [r for r in applicable if r.point.expect == "private" and r.runs_completed]
+    if summary.uninformative:
+        lines.append(f"{len(summary.uninformative)} of {len(private)} point(s) of private "
+                     f"mechanisms uninformative: their lower bounds reach less than "
+                     f"{UNINFORMATIVE_BELOW:.0%} of the claim (tightness = ε_lb/ε claimed, or "
+                     "μ_lb/μ claimed), so their clean result says little about the claim")
     for audit, algo in summary.missed:
         lines.append(f"NOT DETECTED: {audit}/{algo} (expect: violation) was flagged at no point")
     lines.append("audit: OK — no violation of a private mechanism, every zoo member detected"
@@ -96,6 +104,7 @@ class AuditRow:
     runs_completed: int
     runs_planned: int
     violation: bool
+    tightness: float
     verdict: str
     note: str
 
@@ -117,15 +126,14 @@ class AuditSection:
     def violations(self) -> list[AuditRow]:
         return [r for r in self.rows if r.violation and self.expect == "private"]
 
+    @property
+    def uninformative(self) -> list[AuditRow]:
+        return [r for r in self.rows if r.verdict == "uninformative"]
 
-def _verdict(expect: str, applicable: bool, completed: int, violation: bool) -> str:
-    if not applicable:
-        return "n/a"
-    if completed == 0:
-        return "no runs"
-    if expect == "violation":
-        return "detected" if violation else "not detected"
-    return "VIOLATION" if violation else "pass"
+    @property
+    def judged(self) -> list[AuditRow]:
+        """Rows of a private mechanism with completed runs (pass, uninformative or violation)."""
+        return [r for r in self.rows if r.verdict in ("pass", "uninformative", "VIOLATION")]
 
 
 def _py(v: Any) -> Any:
@@ -151,14 +159,15 @@ def audit_section(store: Store, name: str) -> AuditSection:
         c = {d: coords[d][i] for d, i in zip(dims, idx)}
         planned, done = int(values["runs_planned"][idx]), int(values["runs_completed"][idx])
         viol = bool(values["violation"][idx])
+        eps_c, eps_lb, eps_gdp, mu_c, mu_lb, gap = (float(values[v][idx]) for v in (
+            "epsilon_claimed", "epsilon_lower_bound", "epsilon_lower_bound_gdp", "mu_claimed",
+            "mu_lower_bound", "audit_gap"))
+        tight = tightness(eps_lb, eps_c, mu_lb, mu_c)
         sec.rows.append(AuditRow(
             str(c["algorithm"]), str(c["problem"]), int(c["n"]), int(c["p"]),
             float(c["epsilon"]), float(c["delta"]), str(c["canary"]),
-            *(float(values[v][idx]) for v in ("epsilon_claimed", "epsilon_lower_bound",
-                                              "epsilon_lower_bound_gdp", "mu_claimed",
-                                              "mu_lower_bound", "audit_gap")),
-            done, planned, viol, _verdict(expect, planned > 0, done, viol),
-            str(values["note"][idx])))
+            eps_c, eps_lb, eps_gdp, mu_c, mu_lb, gap, done, planned, viol, tight,
+            point_verdict(expect, planned > 0, done, viol, tight), str(values["note"][idx])))
     if expect == "violation":
         for algo in coords["algorithm"]:
             mine = [r for r in sec.rows if r.algorithm == algo and r.runs_planned > 0]

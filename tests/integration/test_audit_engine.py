@@ -339,7 +339,9 @@ def test_a_failing_cell_is_recorded_and_the_audit_goes_on(tmp_path: Path) -> Non
     assert all("RuntimeError: deliberate failure" in str(e) for e in bad.batch_error.values.ravel())
     assert int(bad.runs_completed.sum()) == 0 and np.isnan(bad.epsilon_lower_bound).all()
     assert np.all(ok.batch_status.values == DONE) and int(ok.runs_completed.sum()) == 200
-    assert [r.verdict for r in summary.results] == ["pass", "no runs"]
+    # 100 runs per side cannot approach the claim: a clean point says so instead of "pass"
+    assert summary.results[0].tightness < 0.1
+    assert [r.verdict for r in summary.results] == ["uninformative", "no runs"]
 
 
 def test_audit_cells_obey_the_per_cell_time_limit(tmp_path: Path) -> None:
