@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from typing import ClassVar
 
 import numpy as np
 
 from ..core.algorithm import Algorithm, Release
 from ..core.params import Param
-from ..core.problem import Dataset, Problem
+from ..core.problem import Dataset, Optimum, Problem
 from ..core.ratecard import RateCard
 from ..core.tags import get_tags
 from ..privacy.ledger import Charge, PrivacyLedger
@@ -96,18 +97,33 @@ class OutputPerturbation(Algorithm):
         """Replace-one sensitivity of the released minimiser, inexact solver included."""
         return 2.0 * L / (n * Delta) + 2.0 * math.sqrt(2.0 * self.solver_gap / Delta)
 
-    def run(
-        self, data: Dataset, problem: Problem, *, epsilon: float, delta: float,
-        rng: np.random.Generator,
-    ) -> Release:
-        n, p = data.n, data.p
-        L = float(problem.lipschitz)
-        Delta = float(problem.strong_convexity)
+    def _minimiser(self, data: Dataset, problem: Problem) -> Optimum:
         opt = problem.solve(data)
         if not opt.gap <= self.solver_gap:
             raise SolverGapExceeded(
                 f"{self.name}: the solver certified a gap of {opt.gap:.3g}, above the public bound "
                 f"solver_gap={self.solver_gap:.3g} the noise is calibrated for; raise solver_gap")
+        return opt
+
+    def run(
+        self, data: Dataset, problem: Problem, *, epsilon: float, delta: float,
+        rng: np.random.Generator,
+    ) -> Release:
+        return self._perturb(self._minimiser(data, problem), data, problem, epsilon, rng)
+
+    def run_many(
+        self, data: Dataset, problem: Problem, *, epsilon: float, delta: float,
+        rngs: Sequence[np.random.Generator],
+    ) -> list[Release]:
+        """:meth:`run` for every generator with one solve (θ* does not depend on the noise)."""
+        opt = self._minimiser(data, problem)
+        return [self._perturb(opt, data, problem, epsilon, g) for g in rngs]
+
+    def _perturb(self, opt: Optimum, data: Dataset, problem: Problem, epsilon: float,
+                 rng: np.random.Generator) -> Release:
+        n, p = data.n, data.p
+        L = float(problem.lipschitz)
+        Delta = float(problem.strong_convexity)
         scale = self.sensitivity(n, L, Delta) / epsilon
         b = gamma_norm_noise(p, scale, rng)
         theta = problem.constraint.project(np.asarray(opt.theta, dtype=float) + b)

@@ -6,10 +6,10 @@ independent by construction, never shared between runs, sides or batches), so a 
 deterministic function of its generator. The score of a release θ is ⟨θ, direction⟩ with the
 pair's direction fixed before any run.
 
-Fast path: an algorithm may offer ``release_many(data, problem, *, epsilon, delta, rngs)`` that
-returns one :class:`~dpbench.core.algorithm.Release` per generator, with exactly the law of calling
-:meth:`~dpbench.core.algorithm.Algorithm.release` once per generator (e.g. vectorised noise). It is
-optional; the plain loop is used otherwise.
+The releases of one side come from :meth:`~dpbench.core.algorithm.Algorithm.release_many`: the
+mechanism's optional fast path ``run_many`` (the data-dependent, noise-free work done once; each
+release equal to ``run`` with its generator) or a loop over ``run``, every release checked like
+:meth:`~dpbench.core.algorithm.Algorithm.release` (docs/plugins.md, 'Fast path for audits').
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ import numpy as np
 from ..core.algorithm import Algorithm, Release
 from ..core.errors import NotApplicable
 from ..core.neighbours import NeighbourPair, canary_not_applicable_reason
-from ..core.problem import Dataset, Problem
+from ..core.problem import Problem
 
 __all__ = ["AuditBatch", "run_audit_batch"]
 
@@ -43,18 +43,6 @@ class AuditBatch:
     delta_claimed: float
     mu_claimed: float
     certified: bool
-
-
-def _releases(algorithm: Algorithm, data: Dataset, problem: Problem, epsilon: float,
-              delta: float, rngs: Sequence[np.random.Generator]) -> list[Release]:
-    many = getattr(algorithm, "release_many", None)
-    if callable(many):
-        out = list(many(data, problem, epsilon=epsilon, delta=delta, rngs=rngs))
-        if len(out) != len(rngs):
-            raise ValueError(f"{algorithm.name}.release_many returned {len(out)} releases for "
-                             f"{len(rngs)} generators")
-        return out
-    return [algorithm.release(data, problem, epsilon=epsilon, delta=delta, rng=g) for g in rngs]
 
 
 def _claims(releases: Sequence[Release]) -> tuple[float, float, float, bool]:
@@ -81,8 +69,10 @@ def run_audit_batch(algorithm: Algorithm, problem: Problem, pair: NeighbourPair,
     if reason is not None:
         raise NotApplicable(reason)
     children = rng.spawn(2 * int(runs))
-    rel0 = _releases(algorithm, pair.d0, problem, epsilon, delta, children[0::2])
-    rel1 = _releases(algorithm, pair.d1, problem, epsilon, delta, children[1::2])
+    rel0 = algorithm.release_many(pair.d0, problem, epsilon=epsilon, delta=delta,
+                                  rngs=children[0::2])
+    rel1 = algorithm.release_many(pair.d1, problem, epsilon=epsilon, delta=delta,
+                                  rngs=children[1::2])
     u = np.asarray(pair.direction, dtype=float)
     scores0 = np.array([float(np.dot(r.theta, u)) for r in rel0], dtype=np.float64)
     scores1 = np.array([float(np.dot(r.theta, u)) for r in rel1], dtype=np.float64)

@@ -14,6 +14,7 @@ inside C and a ledger that fits in the budget.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
@@ -126,20 +127,77 @@ class Algorithm(Parametrized):
     ) -> Release:
         raise NotImplementedError
 
+    def run_many(
+        self, data: Dataset, problem: Problem, *, epsilon: float, delta: float,
+        rngs: Sequence[np.random.Generator],
+    ) -> Sequence[Release] | None:
+        """Optional fast path for many independent runs on the same data (the privacy audit).
+
+        Return one :class:`Release` per generator, release ``i`` **equal** to what
+        :meth:`run` returns with ``rngs[i]`` (so a mechanism can do the data-dependent but
+        noise-free work, e.g. solving for θ*, once and draw each run's noise from its own
+        generator), or ``None`` (the default: :meth:`release_many` loops over :meth:`run`).
+        ``dpbench.testing.check_algorithm`` checks the equality. Never called directly: the
+        engine calls :meth:`release_many`, which checks every release like :meth:`release`.
+        A subclass that overrides :meth:`run` below the class defining ``run_many`` does not
+        inherit the fast path (it would bypass the new ``run``): it is looped until it defines
+        its own.
+        """
+        return None
+
+    @classmethod
+    def _has_fast_path(cls) -> bool:
+        """Whether ``run_many`` is defined at or below the class that defines ``run``."""
+        many = next(k for k in cls.__mro__ if "run_many" in vars(k))
+        run = next(k for k in cls.__mro__ if "run" in vars(k))
+        return many is not Algorithm and issubclass(many, run)
+
+    def _check_call(self, problem: Problem, epsilon: float, delta: float,
+                    rngs: Sequence[object]) -> None:
+        check_privacy_args(self.name, self.privacy, epsilon, delta)
+        for rng in rngs:
+            if not isinstance(rng, np.random.Generator):
+                raise TypeError(f"{self.name}: rng must be a numpy.random.Generator, got "
+                                f"{type(rng)}")
+        reason = self.not_applicable_reason(problem)
+        if reason:
+            raise NotApplicable(reason)
+
     def release(
         self, data: Dataset, problem: Problem, *, epsilon: float, delta: float,
         rng: np.random.Generator,
     ) -> Release:
         """Validate, run, and check the release. This is what the engine calls."""
-        check_privacy_args(self.name, self.privacy, epsilon, delta)
-        if not isinstance(rng, np.random.Generator):
-            raise TypeError(f"{self.name}: rng must be a numpy.random.Generator, got {type(rng)}")
-        reason = self.not_applicable_reason(problem)
-        if reason:
-            raise NotApplicable(reason)
+        self._check_call(problem, epsilon, delta, (rng,))
         out = self.run(data, problem, epsilon=epsilon, delta=delta, rng=rng)
+        return self._checked(out, data, problem, epsilon, delta, "run")
+
+    def release_many(
+        self, data: Dataset, problem: Problem, *, epsilon: float, delta: float,
+        rngs: Sequence[np.random.Generator],
+    ) -> list[Release]:
+        """:meth:`release` once per generator, through :meth:`run_many` when the mechanism has
+        it; every release gets the checks of :meth:`release`. This is what the audit calls."""
+        self._check_call(problem, epsilon, delta, rngs)
+        many = None
+        if self._has_fast_path():
+            many = self.run_many(data, problem, epsilon=epsilon, delta=delta, rngs=rngs)
+        if many is None:
+            return [self._checked(self.run(data, problem, epsilon=epsilon, delta=delta, rng=g),
+                                  data, problem, epsilon, delta, "run") for g in rngs]
+        many = list(many)
+        if len(many) != len(rngs):
+            raise ValueError(f"{self.name}.run_many returned {len(many)} releases for "
+                             f"{len(rngs)} generators")
+        return [self._checked(out, data, problem, epsilon, delta, "run_many") for out in many]
+
+    def _checked(self, out: object, data: Dataset, problem: Problem, epsilon: float,
+                 delta: float, method: str) -> Release:
+        """The checks every release gets: a finite θ of shape (p,) inside C, and a ledger
+        within the budget."""
         if not isinstance(out, Release):
-            raise TypeError(f"{self.name}.run must return a Release, got {type(out).__name__}")
+            raise TypeError(f"{self.name}.{method} must return a Release, got "
+                            f"{type(out).__name__}")
         theta = np.asarray(out.theta, dtype=float)
         if theta.shape != (data.p,):
             raise ValueError(f"{self.name}: estimate has shape {theta.shape}, expected ({data.p},)")

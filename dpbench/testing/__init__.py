@@ -48,6 +48,7 @@ from .algorithm_checks import (
     check_privacy_arguments,
     check_rate_smoke,
     check_release_and_ledger,
+    check_release_many,
     default_problem,
     parametrize_with_checks,
     rate_fit,
@@ -70,7 +71,7 @@ from .problem_checks import (
 __all__ = [
     "ALGORITHM_CHECKS", "check_algorithm", "parametrize_with_checks", "default_problem",
     "check_declarations", "check_parameter_validation", "check_privacy_arguments",
-    "check_picklable", "check_no_global_rng", "check_release_and_ledger",
+    "check_picklable", "check_no_global_rng", "check_release_and_ledger", "check_release_many",
     "check_empirical_privacy", "check_epsilon_limit", "check_rate_smoke", "audit_epsilon", "rate_fit",
     "KinkActivity", "kink_activity", "check_nonsmooth_active",
     "CheckCase", "check_case", "check_dimension",

@@ -7,62 +7,22 @@ uninstalled at the end; so is a package freshly scaffolded by ``dpbench new-plug
 
 from __future__ import annotations
 
-import importlib.util
-import shutil
-import subprocess
-import sys
-from pathlib import Path
-
 import numpy as np
 import pytest
 import xarray as xr
 
-ROOT = Path(__file__).resolve().parents[2]
-EXAMPLE = ROOT / "examples" / "dpbench-plugin-example"
+from tests.support.plugins import EXAMPLES, installed, needs_build_backend, pip, pip_install
+from tests.support.plugins import dpbench as _dpbench
+
+EXAMPLE = EXAMPLES / "dpbench-plugin-example"
 
 pytestmark = pytest.mark.slow
 
 
-def _needs_build_backend() -> None:
-    """setuptools < 70.1 needs the ``wheel`` package to build without isolation; the project's
-    ``test`` extra installs both, so a missing one is a broken test environment, not a skip."""
-    import setuptools
-
-    major, minor = (int(x) for x in setuptools.__version__.split(".")[:2])
-    if (major, minor) < (70, 1) and importlib.util.find_spec("wheel") is None:
-        pytest.fail(f"setuptools {setuptools.__version__} without 'wheel' cannot build offline; "
-                    "install the test extra: pip install '.[test]'")
-
-
-def _pip(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "pip", *args], capture_output=True, text=True,
-                          timeout=120)
-
-
-def _pip_install(path: Path) -> None:
-    r = _pip("install", "--no-deps", "--no-build-isolation", "-q", str(path))
-    assert r.returncode == 0, r.stderr
-
-
-def _dpbench(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "dpbench", *args], capture_output=True,
-                          text=True, timeout=120, cwd=cwd)
-
-
 @pytest.fixture(scope="module")
 def example_installed():
-    _needs_build_backend()
-    # An in-tree build leaves build/ and *.egg-info next to the sources: remove what we created.
-    artefacts = [EXAMPLE / "build", EXAMPLE / "dpbench_plugin_example.egg-info"]
-    existed = {a: a.exists() for a in artefacts}
-    _pip_install(EXAMPLE)
-    try:
-        yield EXAMPLE
-    finally:
-        _pip("uninstall", "-y", "-q", "dpbench-plugin-example")
-        for a in artefacts:
-            if not existed[a]:
-                shutil.rmtree(a, ignore_errors=True)
+    with installed(EXAMPLE, "dpbench-plugin-example", ["dpbench_plugin_example"]) as path:
+        yield path
 
 
 def test_example_is_listed(example_installed):
@@ -89,7 +49,7 @@ def test_example_compare_suite_runs(example_installed, tmp_path):
 
 
 def test_new_plugin_scaffold_installs_and_is_listed(tmp_path):
-    _needs_build_backend()
+    needs_build_backend()
     r = _dpbench("new-plugin", "scaffolded_mech", cwd=tmp_path)
     assert r.returncode == 0, r.stderr
     root = tmp_path / "scaffolded-mech"
@@ -99,7 +59,7 @@ def test_new_plugin_scaffold_installs_and_is_listed(tmp_path):
         assert (root / rel).is_file(), rel
     text = (root / "scaffolded_mech" / "mechanism.py").read_text()
     assert "class ScaffoldedMech(Algorithm)" in text and "TODO" not in text
-    _pip_install(root)
+    pip_install(root)
     try:
         r = _dpbench("list", "algorithms")
         assert r.returncode == 0, r.stderr
@@ -108,7 +68,7 @@ def test_new_plugin_scaffold_installs_and_is_listed(tmp_path):
         r = _dpbench("validate", str(root / "suites" / "scaffolded_mech.yaml"))
         assert r.returncode == 0, r.stdout + r.stderr
     finally:
-        _pip("uninstall", "-y", "-q", "dpbench-scaffolded-mech")
+        pip("uninstall", "-y", "-q", "dpbench-scaffolded-mech")
 
 
 def test_new_plugin_directory_option(tmp_path):

@@ -1,0 +1,69 @@
+"""Installing out-of-tree plugin packages (examples/) into the test environment, and the CLI.
+
+Packages are pip-installed without build isolation and without dependencies (no network needed),
+and uninstalled afterwards; :func:`installed` also removes the ``build/`` and ``*.egg-info``
+directories an in-tree build leaves next to the sources, when it created them.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import shutil
+import subprocess
+import sys
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+EXAMPLES = ROOT / "examples"
+
+
+def needs_build_backend() -> None:
+    """setuptools < 70.1 needs the ``wheel`` package to build without isolation; the project's
+    ``test`` extra installs both, so a missing one is a broken test environment, not a skip."""
+    import setuptools
+
+    major, minor = (int(x) for x in setuptools.__version__.split(".")[:2])
+    if (major, minor) < (70, 1) and importlib.util.find_spec("wheel") is None:
+        pytest.fail(f"setuptools {setuptools.__version__} without 'wheel' cannot build offline; "
+                    "install the test extra: pip install '.[test]'")
+
+
+def pip(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "pip", *args], capture_output=True, text=True,
+                          timeout=120)
+
+
+def pip_install(path: Path) -> None:
+    r = pip("install", "--no-deps", "--no-build-isolation", "-q", str(path))
+    assert r.returncode == 0, r.stderr
+
+
+def dpbench(*args: str, cwd: Path | None = None, timeout: float = 120
+            ) -> subprocess.CompletedProcess:
+    """``python -m dpbench ARGS`` in a subprocess (a fresh plugin registry)."""
+    return subprocess.run([sys.executable, "-m", "dpbench", *args], capture_output=True,
+                          text=True, timeout=timeout, cwd=cwd)
+
+
+@contextmanager
+def installed(path: Path, distribution: str, modules: Sequence[str] = ()) -> Iterator[Path]:
+    """The package at ``path`` installed for the duration of the block, then uninstalled.
+
+    ``modules`` are the top-level packages it builds (their ``*.egg-info`` directories are
+    removed afterwards when the build created them, as is ``build/``).
+    """
+    needs_build_backend()
+    artefacts = [path / "build", *(path / f"{m}.egg-info" for m in modules)]
+    existed = {a: a.exists() for a in artefacts}
+    pip_install(path)
+    try:
+        yield path
+    finally:
+        pip("uninstall", "-y", "-q", distribution)
+        for a in artefacts:
+            if not existed[a]:
+                shutil.rmtree(a, ignore_errors=True)
