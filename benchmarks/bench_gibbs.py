@@ -1,7 +1,7 @@
 """Throughput of the GTU Gibbs / Rashomon samplers at p = 10, and the Rashomon hit-rate table.
 
-Spec ``shared/spec/langevin-rashomon.md`` §5 F1/F2, A6, §9.2; issue item "gradient or function
-queries per second for each sampler at p = 10 against a plain numpy loop".
+GTU's instances F1/F2 and mechanism labels A3, A4, A6 (docs/langevin.md): gradient or function
+queries per second for each sampler at p = 10 against a plain numpy loop.
 
 * exact samplers (samples/s, one draw per call as the mechanisms use them): the truncated Gaussian
   Gibbs law of ``mean_est`` (A4), the radial Rashomon mixture (A6, F1), the factorised cube sampler

@@ -8,7 +8,7 @@ steps included in the time) on LB-Lin at p = 10 for n = 1000 and n = 10⁴, pape
 (a) the compiled path of :func:`dpbench.algorithms.noisy_mirror_descent.osmd_path` (numba over the
     problem kernel and ``noisy_sgd.project_balls``), after warm-up;
 (b) the numpy path of the same function (``compiled=False``; randomness drawn in blocks);
-(c) a plain numpy loop, spec §2.2's pseudo-code transcribed (per step: draw the index and noise,
+(c) a plain numpy loop, docs/sco.md's B1 transcribed (per step: draw the index and noise,
     gate on freshness, gradient, clip, project, Python ``set`` of seen indices).
 
 Run: ``python benchmarks/bench_mirror_descent.py [--runs 20]``. One figure per line, then the

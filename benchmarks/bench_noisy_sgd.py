@@ -6,7 +6,7 @@ accountant σ at ε = 1, δ = 1e-6, Lipschitz step sizes, projection onto the un
 (a) the compiled path of :func:`dpbench.algorithms.noisy_sgd.noisy_sgd_path` after warm-up (the
     compile / cache-load time is printed separately);
 (b) a plain numpy loop, one seed: per step draw i and the noise, gradient, clip, project;
-(c) a numpy loop vectorised across 16 seeds: a (16, p) iterate array per step (spec §2.1.1);
+(c) a numpy loop vectorised across 16 seeds: a (16, p) iterate array per step;
 (d) for reference, the numpy fallback of ``noisy_sgd_path`` (randomness drawn in blocks).
 
 Run: ``python benchmarks/bench_noisy_sgd.py [--steps 2000000] [--numpy-steps 50000]``.
@@ -30,7 +30,7 @@ from dpbench.numerics.kernels import kernel_arrays
 from dpbench.problems.lb_lin import LBLin
 
 N, P, SEEDS_VECTORISED = 1000, 10, 16
-Z = 9.1  # accountant noise multiplier at ε = 1, δ = 1e-6 (spec §8.1)
+Z = 9.1  # accountant noise multiplier at ε = 1, δ = 1e-6 (docs/bst14.md, the z table)
 
 
 class NumpyLBLin(LBLin):

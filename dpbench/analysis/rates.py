@@ -5,9 +5,9 @@ each of their values, :func:`fit_rates` fits the slope of log(mean excess risk) 
 by least squares over the grid points kept, and
 
 * a **percentile bootstrap** CI (seeds resampled with replacement *within* each grid point, the
-  slope refitted on each resample; engineering spec §5.1: stratified bootstrap over seeds);
+  slope refitted on each resample: a stratified bootstrap over seeds, docs/analysis.md);
 * the **predicted slope**: the rate card's local slope d log(bound)/d log(axis), evaluated at every
-  grid point and averaged over the points kept (multi-term bounds bend; engineering §5.2);
+  grid point and averaged over the points kept (multi-term bounds bend; docs/analysis.md);
 * **exclusions that cannot hide a failure** (docs/analysis.md, "What is excluded"): the capped
   regime (mean excess at or above ``cap_fraction`` × the trivial maximum L·D, or at or above
   ``trivial_fraction`` × the excess of the data-independent output, stored as

@@ -92,7 +92,7 @@ class Algorithm(Parametrized):
         """The closed-form expected excess (AVERAGE scale) of this configuration on ``data``.
 
         A reference line for the analysis (``oracle_excess_risk`` in the cube; the report draws it
-        and gives empirical/oracle ratios): BST14 spec §4.7's oracle curves O1–O7 in
+        and gives empirical/oracle ratios): the oracle curves O1–O7 of docs/bst14.md in
         :mod:`dpbench.theory.expected_excess`, exact or heuristic as each one's docstring says. NaN (the default)
         when no oracle is known for this problem. It is analysis, never part of a release.
         """
