@@ -279,7 +279,8 @@ def run_audit_cell(chunk: AuditChunk, timeout_s: float | None = None,
             raise FloatingPointError(f"scores of shape {scores.shape} (expected "
                                      f"{(2, pt.batch_size)}) or not finite")
         return BatchResult(pt.audit, pt.index, b, DONE, "", scores, float(out.epsilon_claimed),
-                           float(out.delta_claimed), float(out.mu_claimed), bool(out.certified))
+                           float(out.delta_claimed), float(out.mu_claimed), bool(out.certified),
+                           wall)
     except NotApplicable as exc:
         return _empty(pt, b, NOT_APPLICABLE, str(exc))
     except MemoryError as exc:
@@ -347,6 +348,7 @@ class PointResult:
     epsilon_lb_gdp: float = math.nan
     alpha: float = math.nan
     threshold: float = math.nan
+    seconds: float = math.nan
     event: str = ""
     n_select: int = 0
     n_confirm: int = 0
@@ -384,7 +386,9 @@ def point_result(astore: AuditStore, pt: AuditPoint, alpha: float) -> PointResul
         res.note = "no completed batch"
         return res
     claims = {var: np.asarray(astore.array(pt.audit, var).oindex[(*pt.index, done.tolist())])
-              for var in ("batch_epsilon_claimed", "batch_delta_claimed", "batch_mu_claimed")}
+              for var in ("batch_epsilon_claimed", "batch_delta_claimed", "batch_mu_claimed",
+                          "batch_seconds")}
+    res.seconds = float(np.nansum(claims["batch_seconds"]))
     res.epsilon_claimed = _claim(claims["batch_epsilon_claimed"])
     res.delta_claimed = _claim(claims["batch_delta_claimed"])
     res.mu_claimed = _claim(claims["batch_mu_claimed"])
@@ -414,6 +418,7 @@ def _point_arrays(a: AuditSpec, results: Sequence[PointResult]) -> dict[str, np.
                            ("delta_claimed", r.delta_claimed), ("mu_claimed", r.mu_claimed),
                            ("epsilon_lower_bound_gdp", r.epsilon_lb_gdp), ("audit_gap", r.gap),
                            ("alpha", r.alpha), ("threshold", r.threshold),
+                           ("seconds", r.seconds),
                            ("runs_completed", r.runs_completed), ("runs_planned", r.runs_planned),
                            ("n_select", r.n_select), ("n_confirm", r.n_confirm),
                            ("violation", r.violation), ("event", r.event), ("note", r.note)):

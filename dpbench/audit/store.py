@@ -8,9 +8,11 @@ batch). Variables:
 * per run: ``scores`` (float64; point dims × batch × side × run) — the score of every release;
 * per batch (cell): ``batch_status`` (uint8, the codes of :mod:`dpbench.engine.cells`: 0 pending,
   1 done, 2 failed, 3 not applicable), ``batch_error`` (text), ``batch_epsilon_claimed``,
-  ``batch_delta_claimed``, ``batch_mu_claimed`` (NaN: no GDP claim), ``batch_certified``;
+  ``batch_delta_claimed``, ``batch_mu_claimed`` (NaN: no GDP claim), ``batch_certified``,
+  ``batch_seconds`` (the batch's wall time on its worker; NaN unless done; like ``wall_time_s``
+  of the cube, the one variable that differs between identical runs);
 * per point (recomputed from the completed batches at the end of every ``dpbench audit``):
-  :data:`POINT_FLOAT_VARS`, ``runs_completed`` / ``runs_planned`` (runs per side),
+  :data:`POINT_FLOAT_VARS` (``seconds``: the sum of the completed batches' ``batch_seconds``), ``runs_completed`` / ``runs_planned`` (runs per side),
   ``violation`` (bool), ``event`` and ``note`` (text: the confirming event, or why a point is
   not applicable).
 
@@ -39,10 +41,15 @@ AUDIT_GROUP = "audit"
 AUDIT_KEY = "dpbench_audit"
 SIDES = ("D", "D'")
 #: Per-batch float variables (the claims the ledger made for the batch's releases).
-BATCH_FLOAT_VARS = ("batch_epsilon_claimed", "batch_delta_claimed", "batch_mu_claimed")
+BATCH_FLOAT_VARS = ("batch_epsilon_claimed", "batch_delta_claimed", "batch_mu_claimed",
+                    "batch_seconds")
 #: Per-point float variables (NaN where not computable).
 POINT_FLOAT_VARS = ("epsilon_lower_bound", "epsilon_claimed", "delta_claimed", "mu_lower_bound",
-                    "mu_claimed", "epsilon_lower_bound_gdp", "audit_gap", "alpha", "threshold")
+                    "mu_claimed", "epsilon_lower_bound_gdp", "audit_gap", "alpha", "threshold",
+                    "seconds")
+#: The variables that differ between two runs of the same audit (wall times): every other one
+#: is bit-identical whatever the backend, the number of workers or the resumes.
+NONDETERMINISTIC_AUDIT_VARS = ("batch_seconds", "seconds")
 POINT_INT_VARS = ("runs_completed", "runs_planned", "n_select", "n_confirm")
 POINT_TEXT_VARS = ("event", "note")
 
@@ -61,6 +68,7 @@ class BatchResult:
     delta_claimed: float = float("nan")
     mu_claimed: float = float("nan")
     certified: bool = False
+    seconds: float = float("nan")
 
 
 def group_path(name: str) -> str:
@@ -213,7 +221,7 @@ class AuditStore:
             batches = [r.batch for r in rows]
             self._set(audit, "scores", index, batches, np.stack([r.scores for r in rows]))
             for var, attr in zip(BATCH_FLOAT_VARS, ("epsilon_claimed", "delta_claimed",
-                                                    "mu_claimed")):
+                                                    "mu_claimed", "seconds")):
                 self._set(audit, var, index, batches,
                           np.asarray([getattr(r, attr) for r in rows], dtype=np.float64))
             self._set(audit, "batch_certified", index, batches,

@@ -43,7 +43,7 @@ _AUDIT_KEYS = ("name", "description", "algorithms", "problems", "canaries", "gri
                "expect")
 _PROB_KEYS = ("problem", "label", "params")
 _ALGO_KEYS = ("algorithm", "label", "params")
-AUDIT_SCHEMA = 1
+AUDIT_SCHEMA = 2  # 2: batch_seconds and seconds
 
 
 @dataclass(frozen=True)

@@ -36,7 +36,7 @@ from dpbench.core.tags import get_tags
 HERE = Path(__file__).resolve().parent
 SUITE = HERE / "suites" / "redteam.yaml"
 COLUMNS = ("variant", "ledger", "canary", "claimed ε", "true ε", "true ε (pair)", "ε_lb", "μ_lb",
-           "tightness", "ε_lb/true ε", "flagged", "runs/side")
+           "tightness", "ε_lb/true ε", "flagged", "runs/side", "seconds")
 
 
 def load_suite(path: Path = SUITE, runs: int | None = None, batch: int | None = None):
@@ -82,7 +82,7 @@ def rows(suite, store: str | Path) -> list[dict]:
                        canary=canary)
             point = {v: ds[v].sel(sel).values.item() for v in (
                 "epsilon_lower_bound", "mu_lower_bound", "epsilon_claimed", "mu_claimed",
-                "violation", "runs_completed", "note")}
+                "violation", "runs_completed", "note", "seconds")}
             pair = pairs.get((audit.name, str(label), str(pl), str(canary)))
             pair_eps = (math.nan if pair is None else
                         algorithm.pair_epsilon(pair.d0.X, pair.d1.X, float(eps), float(delta), rho))
@@ -108,7 +108,7 @@ def table(points: list[dict]) -> str:
         cells = [f"`{r['variant']}`", "μ stated" if states_mu else "ε only", r["canary"],
                  _fmt(r["epsilon_claimed"]), _fmt(r["true"]), _fmt(r["pair"]),
                  _fmt(r["epsilon_lower_bound"]), _fmt(r["mu_lower_bound"]), _fmt(tight, 2),
-                 _fmt(frac, 2), flagged, str(r["runs_completed"])]
+                 _fmt(frac, 2), flagged, str(r["runs_completed"]), _fmt(r["seconds"], 2)]
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
@@ -139,7 +139,8 @@ def main(argv: list[str] | None = None) -> int:
     print(f"{summary.n_points} audit points, α = {summary.alpha_total:g} family-wise "
           f"({summary.alpha_per_point:.3g} per point); {summary.computed} batches computed, "
           f"{summary.failed} failed; wall time of the whole run {seconds:.1f} s "
-          f"(backend {summary.backend}; the store records no per-batch time).")
+          f"(backend {summary.backend}; 'seconds' is each point's summed batch time on its "
+          "worker).")
     controls = [r for r in points if r["expect"] == "private" and r["violation"]]
     print(f"controls flagged: {len(controls)}; broken entries never flagged: "
           f"{', '.join(f'{a}/{label}' for a, label in summary.missed) or 'none'}")

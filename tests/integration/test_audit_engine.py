@@ -27,6 +27,7 @@ from dpbench.core import registry
 from dpbench.core.errors import SuiteError
 from dpbench.core.schema import DONE, FAILED, NOT_APPLICABLE
 from dpbench.store.cube import ROOT_KEY, Store
+from tests.support.cubes import assert_audits_identical
 
 
 class LeakyOutputPerturbation(OutputPerturbation):
@@ -105,18 +106,6 @@ def _write(tmp_path: Path, text: str, name: str = "s.yaml") -> Path:
 
 def _load(store: Path, name: str) -> xr.Dataset:
     return open_audit(store, name).load()
-
-
-def _assert_identical(a: Path, b: Path, names: list[str]) -> None:
-    for name in names:
-        da, db = _load(a, name), _load(b, name)
-        assert sorted(da.data_vars) == sorted(db.data_vars)
-        for var in [*da.coords, *da.data_vars]:
-            va, vb = da[var].values, db[var].values
-            if va.dtype.kind == "f":
-                assert np.array_equal(va.view(np.uint64), vb.view(np.uint64)), f"{name}/{var}"
-            else:
-                assert np.array_equal(va, vb), f"{name}/{var}"
 
 
 # --- validation -----------------------------------------------------------------------------------
@@ -255,7 +244,7 @@ def test_identical_store_with_1_and_2_workers(tmp_path: Path) -> None:
     one, two = tmp_path / "one.zarr", tmp_path / "two.zarr"
     run_audits(suite, one, workers=1, progress=False)
     run_audits(suite, two, workers=2, progress=False)
-    _assert_identical(one, two, ["outpert"])
+    assert_audits_identical(one, two, ["outpert"])
 
 
 def test_resume_skips_done_batches_and_ends_identical(tmp_path: Path) -> None:
@@ -276,7 +265,7 @@ def test_resume_skips_done_batches_and_ends_identical(tmp_path: Path) -> None:
     assert done_before == seen[0] and 0 < done_before < 12
     summary = run_audits(suite, store, workers=0, progress=False)
     assert summary.computed == 12 - done_before  # only the missing batches ran
-    _assert_identical(ref, store, ["outpert"])
+    assert_audits_identical(ref, store, ["outpert"])
     again = run_audits(suite, store, workers=0, progress=False)
     assert again.computed == 0
 

@@ -7,6 +7,7 @@ from pathlib import Path
 import numpy as np
 import xarray as xr
 
+from dpbench.audit.store import NONDETERMINISTIC_AUDIT_VARS, open_audit
 from dpbench.core.schema import NONDETERMINISTIC_VARS
 
 TINY_SUITE = """
@@ -52,16 +53,28 @@ def open_cube(store: Path, group: str) -> xr.Dataset:
     return xr.open_zarr(str(store), group=group, consolidated=False).load()
 
 
+def assert_datasets_identical(da: xr.Dataset, db: xr.Dataset, skip: tuple[str, ...],
+                              where: str = "") -> None:
+    """Every variable and coordinate but ``skip`` bit-identical (NaN == NaN)."""
+    assert sorted(da.data_vars) == sorted(db.data_vars)
+    for name in [*da.coords, *da.data_vars]:
+        if name in skip:
+            continue
+        va, vb = da[name].values, db[name].values
+        if va.dtype.kind == "f":
+            assert np.array_equal(va.view(np.uint64), vb.view(np.uint64)), f"{where}{name} differs"
+        else:
+            assert np.array_equal(va, vb), f"{where}{name} differs"
+
+
 def assert_cubes_identical(a: Path, b: Path, groups: list[str]) -> None:
-    """Every deterministic variable and coordinate bit-identical (NaN == NaN)."""
+    """Every deterministic variable and coordinate of the experiment groups bit-identical."""
     for g in groups:
-        da, db = open_cube(a, g), open_cube(b, g)
-        assert sorted(da.data_vars) == sorted(db.data_vars)
-        for name in [*da.coords, *da.data_vars]:
-            if name in NONDETERMINISTIC_VARS:
-                continue
-            va, vb = da[name].values, db[name].values
-            if va.dtype.kind == "f":
-                assert np.array_equal(va.view(np.uint64), vb.view(np.uint64)), f"{g}/{name} differs"
-            else:
-                assert np.array_equal(va, vb), f"{g}/{name} differs"
+        assert_datasets_identical(open_cube(a, g), open_cube(b, g), NONDETERMINISTIC_VARS, f"{g}/")
+
+
+def assert_audits_identical(a: Path, b: Path, names: list[str]) -> None:
+    """Every deterministic variable and coordinate of the audit groups bit-identical."""
+    for name in names:
+        assert_datasets_identical(open_audit(a, name).load(), open_audit(b, name).load(),
+                                  NONDETERMINISTIC_AUDIT_VARS, f"audit {name}/")
