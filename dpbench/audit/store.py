@@ -32,7 +32,7 @@ import numpy as np
 import xarray as xr
 import zarr
 
-from ..config.audit import AuditSpec
+from ..config.audit import AUDIT_SCHEMA, AuditSpec
 from ..core.errors import StoreError
 from ..core.schema import DONE, FAILED, NOT_APPLICABLE, PENDING, STATUS_NAMES
 from ..store.cube import STATUS_CHUNK_CELLS, VALUE_CHUNK_CELLS, Store, chunk_shape, package_versions
@@ -113,6 +113,14 @@ class AuditStore:
     def check_matches(self, audits: Sequence[AuditSpec], root_seed: int) -> None:
         """StoreError when a stored audit has a different definition (nothing is written)."""
         changed = self.changed(audits, root_seed)
+        older = sorted({self._meta(name)["definition"].get("schema") for name in changed}
+                       - {AUDIT_SCHEMA}, key=str)
+        if older:
+            raise StoreError(
+                f"store {str(self.store.path)!r} holds audit(s) {', '.join(changed)} written with "
+                f"audit schema {', '.join(str(v) for v in older)}; this dpbench writes audit "
+                f"schema {AUDIT_SCHEMA} (docs/audit.md, 'Store layout'). Use a new --store path, "
+                "or --restart to recompute those audits")
         if changed:
             raise StoreError(
                 f"store {str(self.store.path)!r} holds audit(s) {', '.join(changed)} with a "

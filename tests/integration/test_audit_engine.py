@@ -16,15 +16,17 @@ from typing import Any, ClassVar
 import numpy as np
 import pytest
 import xarray as xr
+import zarr
 
 from dpbench.algorithms.output_perturbation import OutputPerturbation
 from dpbench.audit.engine import AuditTaskResult, plan_audits, run_audits
 from dpbench.audit.stats import audit_bound, per_audit_alpha
-from dpbench.audit.store import open_audit
+from dpbench.audit.store import AUDIT_KEY, open_audit
 from dpbench.cli.main import main
+from dpbench.config.audit import AUDIT_SCHEMA
 from dpbench.config.suite import parse_suite
 from dpbench.core import registry
-from dpbench.core.errors import SuiteError
+from dpbench.core.errors import StoreError, SuiteError
 from dpbench.core.schema import DONE, FAILED, NOT_APPLICABLE
 from dpbench.store.cube import ROOT_KEY, Store
 from tests.support.cubes import assert_audits_identical
@@ -348,3 +350,19 @@ def test_audit_cells_obey_the_per_cell_time_limit(tmp_path: Path) -> None:
     assert np.all(hung.batch_status.values == FAILED) and summary.failed == 2
     assert all("time limit" in str(e) for e in hung.batch_error.values.ravel())
     assert np.all(ok.batch_status.values == DONE) and int(ok.runs_completed.sum()) == 200
+
+
+def test_an_audit_store_of_an_older_schema_is_refused_before_any_compute(tmp_path: Path) -> None:
+    suite = parse_suite(SUITE)
+    store = tmp_path / "old.zarr"
+    run_audits(suite, store, workers=0, progress=False)
+    group = zarr.open_group(str(store / "audit" / "outpert"), mode="r+")
+    meta = dict(group.attrs[AUDIT_KEY])
+    meta["definition"] = {**meta["definition"], "schema": 1}
+    meta["fingerprint"] = "written-by-an-older-dpbench"
+    group.attrs[AUDIT_KEY] = meta
+    before = np.asarray(group["batch_status"][...]).copy()
+    with pytest.raises(StoreError, match=rf"written with audit schema 1; this dpbench writes "
+                                         rf"audit schema {AUDIT_SCHEMA}"):
+        run_audits(suite, store, workers=0, progress=False)
+    assert np.array_equal(np.asarray(group["batch_status"][...]), before)
