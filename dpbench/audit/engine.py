@@ -60,7 +60,7 @@ from ..engine.runner import Progress, TaskKind, drive_tasks
 from ..store.cube import Store, check_store_path
 from .runs import run_audit_batch
 from .stats import audit_bound, per_audit_alpha
-from .store import POINT_FLOAT_VARS, POINT_INT_VARS, AuditStore, BatchResult
+from .store import BATCH_FLOAT_VARS, POINT_FLOAT_VARS, POINT_INT_VARS, AuditStore, BatchResult
 from .verdicts import point_verdict, tightness
 
 #: Work units charged per run on top of the algorithm's estimate (generator spawning, release
@@ -385,13 +385,12 @@ def point_result(astore: AuditStore, pt: AuditPoint, alpha: float) -> PointResul
     if done.size == 0:
         res.note = "no completed batch"
         return res
-    claims = {var: np.asarray(astore.array(pt.audit, var).oindex[(*pt.index, done.tolist())])
-              for var in ("batch_epsilon_claimed", "batch_delta_claimed", "batch_mu_claimed",
-                          "batch_seconds")}
-    res.seconds = float(np.nansum(claims["batch_seconds"]))
-    res.epsilon_claimed = _claim(claims["batch_epsilon_claimed"])
-    res.delta_claimed = _claim(claims["batch_delta_claimed"])
-    res.mu_claimed = _claim(claims["batch_mu_claimed"])
+    per_batch = {var: np.asarray(astore.array(pt.audit, var).oindex[(*pt.index, done.tolist())])
+                 for var in BATCH_FLOAT_VARS}
+    res.seconds = float(np.nansum(per_batch["batch_seconds"]))
+    res.epsilon_claimed = _claim(per_batch["batch_epsilon_claimed"])
+    res.delta_claimed = _claim(per_batch["batch_delta_claimed"])
+    res.mu_claimed = _claim(per_batch["batch_mu_claimed"])
     half = pt.batch_size // 2
     select = np.tile(np.arange(pt.batch_size) < half, done.size)
     bound = audit_bound(scores[:, 0, :].reshape(-1), scores[:, 1, :].reshape(-1), select,
