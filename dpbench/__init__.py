@@ -1,7 +1,7 @@
 """dpbench: distributed benchmarks of differentially private convex optimisation against theory."""
 
 from ._version import __version__
-from .core.algorithm import Algorithm, Release
+from .core.algorithm import Algorithm, BatchRelease, Release
 from .core.errors import NotApplicable
 from .core.params import Param
 from .core.problem import Dataset, Optimum, Problem
@@ -12,6 +12,6 @@ from .core.time_limit import checkpoint
 from .privacy.ledger import Charge, PrivacyLedger
 
 __all__ = [
-    "Algorithm", "Ball", "Charge", "ConstraintSet", "Dataset", "NotApplicable", "Optimum", "Param",
+    "Algorithm", "Ball", "BatchRelease", "Charge", "ConstraintSet", "Dataset", "NotApplicable", "Optimum", "Param",
     "PrivacyLedger", "Problem", "RateCard", "Release", "__version__", "checkpoint", "register",
 ]

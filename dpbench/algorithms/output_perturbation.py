@@ -8,7 +8,7 @@ from typing import ClassVar
 
 import numpy as np
 
-from ..core.algorithm import Algorithm, Release
+from ..core.algorithm import Algorithm, BatchRelease, Release
 from ..core.params import Param
 from ..core.problem import Dataset, Optimum, Problem
 from ..core.ratecard import RateCard
@@ -119,6 +119,24 @@ class OutputPerturbation(Algorithm):
         opt = self._minimiser(data, problem)
         return [self._perturb(opt, data, problem, epsilon, g) for g in rngs]
 
+    def run_batch(
+        self, data: Dataset, problem: Problem, *, epsilon: float, delta: float,
+        rng: np.random.Generator, size: int,
+    ) -> BatchRelease:
+        """``size`` releases from one solve and one vectorised draw of the Gamma-norm noise
+        (each row has :meth:`run`'s law: θ* is noise-free, the rows' noises are i.i.d.)."""
+        opt = self._minimiser(data, problem)
+        scale = self.sensitivity(data.n, float(problem.lipschitz),
+                                 float(problem.strong_convexity)) / epsilon
+        b = gamma_norm_noise(data.p, scale, rng, size=int(size))
+        thetas = problem.constraint.project(np.asarray(opt.theta, dtype=float)[None, :] + b)
+        return BatchRelease(thetas, self._ledger(epsilon))
+
+    def _ledger(self, epsilon: float) -> PrivacyLedger:
+        return PrivacyLedger.from_charges(Charge(
+            "output perturbation (Gamma-norm noise)", float(epsilon), 0.0,
+            "BST14 Alg. 3 / CMS11: argmin sensitivity 2L/(nΔ)"))
+
     def _perturb(self, opt: Optimum, data: Dataset, problem: Problem, epsilon: float,
                  rng: np.random.Generator) -> Release:
         n, p = data.n, data.p
@@ -127,9 +145,7 @@ class OutputPerturbation(Algorithm):
         scale = self.sensitivity(n, L, Delta) / epsilon
         b = gamma_norm_noise(p, scale, rng)
         theta = problem.constraint.project(np.asarray(opt.theta, dtype=float) + b)
-        ledger = PrivacyLedger.from_charges(Charge(
-            "output perturbation (Gamma-norm noise)", float(epsilon), 0.0,
-            "BST14 Alg. 3 / CMS11: argmin sensitivity 2L/(nΔ)"))
+        ledger = self._ledger(epsilon)
         info = {"noise_scale": scale, "noise_norm": float(np.linalg.norm(b)),
                 "solver_gap": float(opt.gap), "solver_method": opt.method}
         return Release(theta=theta, ledger=ledger, iterations=int(opt.iterations), info=info)

@@ -280,7 +280,7 @@ def run_audit_cell(chunk: AuditChunk, timeout_s: float | None = None,
                                      f"{(2, pt.batch_size)}) or not finite")
         return BatchResult(pt.audit, pt.index, b, DONE, "", scores, float(out.epsilon_claimed),
                            float(out.delta_claimed), float(out.mu_claimed), bool(out.certified),
-                           wall)
+                           wall, np.asarray(out.profile_delta, dtype=np.float64))
     except NotApplicable as exc:
         return _empty(pt, b, NOT_APPLICABLE, str(exc))
     except MemoryError as exc:
@@ -391,11 +391,14 @@ def point_result(astore: AuditStore, pt: AuditPoint, alpha: float) -> PointResul
     res.epsilon_claimed = _claim(per_batch["batch_epsilon_claimed"])
     res.delta_claimed = _claim(per_batch["batch_delta_claimed"])
     res.mu_claimed = _claim(per_batch["batch_mu_claimed"])
+    profile = np.asarray(astore.array(pt.audit, "batch_profile_delta").oindex[
+        (*pt.index, done.tolist())]).reshape(done.size, -1)
     half = pt.batch_size // 2
     select = np.tile(np.arange(pt.batch_size) < half, done.size)
     bound = audit_bound(scores[:, 0, :].reshape(-1), scores[:, 1, :].reshape(-1), select,
                         epsilon_claimed=res.epsilon_claimed, delta_claimed=res.delta_claimed,
-                        mu_claimed=res.mu_claimed, alpha=alpha)
+                        mu_claimed=res.mu_claimed, alpha=alpha,
+                        profile_delta=np.nanmax(profile, axis=0))
     res.epsilon_lb, res.mu_lb = float(bound.epsilon_lb), float(bound.mu_lb)
     res.epsilon_lb_gdp, res.threshold = float(bound.epsilon_lb_gdp), float(bound.threshold)
     res.event, res.violation = str(bound.event), bool(bound.violation)

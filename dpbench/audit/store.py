@@ -10,7 +10,9 @@ batch). Variables:
   1 done, 2 failed, 3 not applicable), ``batch_error`` (text), ``batch_epsilon_claimed``,
   ``batch_delta_claimed``, ``batch_mu_claimed`` (NaN: no GDP claim), ``batch_certified``,
   ``batch_seconds`` (the batch's wall time on its worker; NaN unless done; like ``wall_time_s``
-  of the cube, the one variable that differs between identical runs);
+  of the cube, the one variable that differs between identical runs), ``batch_profile_delta``
+  (point dims × batch × ``profile_epsilon``: the claimed privacy profile δ(ε) on
+  :data:`~dpbench.privacy.profile.PROFILE_EPSILONS`);
 * per point (recomputed from the completed batches at the end of every ``dpbench audit``):
   :data:`POINT_FLOAT_VARS` (``seconds``: the sum of the completed batches' ``batch_seconds``), ``runs_completed`` / ``runs_planned`` (runs per side),
   ``violation`` (bool), ``event`` and ``note`` (text: the confirming event, or why a point is
@@ -35,6 +37,7 @@ import zarr
 from ..config.audit import AUDIT_SCHEMA, AuditSpec
 from ..core.errors import StoreError
 from ..core.schema import DONE, FAILED, NOT_APPLICABLE, PENDING, STATUS_NAMES
+from ..privacy.profile import PROFILE_EPSILONS
 from ..store.cube import STATUS_CHUNK_CELLS, VALUE_CHUNK_CELLS, Store, chunk_shape, package_versions
 
 AUDIT_GROUP = "audit"
@@ -69,6 +72,7 @@ class BatchResult:
     mu_claimed: float = float("nan")
     certified: bool = False
     seconds: float = float("nan")
+    profile_delta: np.ndarray | None = None   # (len(PROFILE_EPSILONS),) NaN unless done
 
 
 def group_path(name: str) -> str:
@@ -153,7 +157,8 @@ class AuditStore:
         coords: dict[str, Sequence[Any]] = {
             "algorithm": [s.label for s in a.algorithms], "problem": [s.label for s in a.problems],
             **a.grid, "canary": list(a.canaries), "batch": list(range(a.n_batches)),
-            "side": list(SIDES), "run": list(range(a.batch))}
+            "side": list(SIDES), "run": list(range(a.batch)),
+            "profile_epsilon": PROFILE_EPSILONS.tolist()}
         for name, values in coords.items():
             _create_coord(g, name, values)
         pdims = list(a.point_dims)
@@ -167,6 +172,9 @@ class AuditStore:
         for var in BATCH_FLOAT_VARS:
             g.create_array(var, shape=bshape, chunks=bchunks, dtype="f8", fill_value=np.nan,
                            dimension_names=[*pdims, "batch"])
+        g.create_array("batch_profile_delta", shape=(*bshape, PROFILE_EPSILONS.size),
+                       chunks=(*(1,) * len(bshape), PROFILE_EPSILONS.size), dtype="f8",
+                       fill_value=np.nan, dimension_names=[*pdims, "batch", "profile_epsilon"])
         g.create_array("batch_certified", shape=bshape, chunks=bchunks, dtype="bool",
                        fill_value=False, dimension_names=[*pdims, "batch"])
         g.create_array("batch_error", shape=bshape, chunks=bchunks, dtype=str, fill_value="",
@@ -232,6 +240,9 @@ class AuditStore:
                                                     "mu_claimed", "seconds")):
                 self._set(audit, var, index, batches,
                           np.asarray([getattr(r, attr) for r in rows], dtype=np.float64))
+            self._set(audit, "batch_profile_delta", index, batches, np.stack([
+                np.full(PROFILE_EPSILONS.size, np.nan) if r.profile_delta is None
+                else np.asarray(r.profile_delta, dtype=np.float64) for r in rows]))
             self._set(audit, "batch_certified", index, batches,
                       np.asarray([r.certified for r in rows], dtype=bool))
             self._set(audit, "batch_error", index, batches,

@@ -8,6 +8,12 @@ at least (``violation``, the broken zoo). The run-wide ``audit:`` mapping sets t
 level ``alpha`` (Bonferroni over all audit points of the run), the default ``runs`` per side and
 the ``batch`` (runs per cell, even, dividing ``runs``). Validation reports every error at once,
 naming the field and the allowed values (see :mod:`dpbench.config.suite`).
+
+The default budget (neither the ``audit:`` mapping nor the entry sets ``runs``/``batch``) depends
+on the mechanisms: an audit whose algorithms all have the vectorised path ``run_batch`` gets
+:data:`VECTORISED_RUNS` runs per side in batches of :data:`VECTORISED_BATCH` (about a second
+of compute per point), any other audit :data:`LOOPED_RUNS` in batches of :data:`LOOPED_BATCH`
+(docs/audit.md, 'Budget').
 """
 
 from __future__ import annotations
@@ -43,16 +49,28 @@ _AUDIT_KEYS = ("name", "description", "algorithms", "problems", "canaries", "gri
                "expect")
 _PROB_KEYS = ("problem", "label", "params")
 _ALGO_KEYS = ("algorithm", "label", "params")
-AUDIT_SCHEMA = 2  # 2: batch_seconds and seconds
+AUDIT_SCHEMA = 3  # 2: batch_seconds and seconds; 3: batch_profile_delta (claimed profile)
+
+
+#: Default runs per side and per cell of an audit whose mechanisms all have ``run_batch``.
+VECTORISED_RUNS = 1_000_000
+VECTORISED_BATCH = 50_000
+#: Default runs per side and per cell of any other audit.
+LOOPED_RUNS = 20_000
+LOOPED_BATCH = 1_000
 
 
 @dataclass(frozen=True)
 class AuditSettings:
-    """Run-wide settings: family-wise level, default runs per side, runs per cell."""
+    """Run-wide settings: family-wise level, default runs per side, runs per cell.
+
+    ``explicit`` is False when the suite set neither ``runs`` nor ``batch``: each audit then gets
+    the default budget of its mechanisms (module docstring)."""
 
     alpha: float = 0.05
-    runs: int = 20000
-    batch: int = 1000
+    runs: int = LOOPED_RUNS
+    batch: int = LOOPED_BATCH
+    explicit: bool = False
 
 
 @dataclass(frozen=True)
@@ -127,7 +145,7 @@ def _settings(errs: Errors, raw: Any) -> AuditSettings:
         batch = default.batch
     elif "runs" in raw or "batch" in raw:
         _check_runs(errs, "audit.runs", runs, batch)
-    return AuditSettings(float(alpha), int(runs), int(batch))
+    return AuditSettings(float(alpha), int(runs), int(batch), "runs" in raw or "batch" in raw)
 
 
 def _check_runs(errs: Errors, path: str, runs: Any, batch: int) -> int | None:
@@ -228,8 +246,12 @@ def _validate_audit(errs: Errors, path: str, raw: Any, settings: AuditSettings,
     prob_specs = _resolved(errs, f"{path}.problems", probs)
     if len(errs.items) > n_before or runs is None:
         return None
+    batch = settings.batch
+    if not settings.explicit and "runs" not in raw and all(
+            s.cls._has_batch_path() for s in algo_specs):
+        runs, batch = VECTORISED_RUNS, VECTORISED_BATCH
     return AuditSpec(name, str(raw.get("description", "")), tuple(algo_specs), tuple(prob_specs),
-                     canaries, {a: grid[a] for a in AUDIT_AXES}, runs, settings.batch, str(expect))
+                     canaries, {a: grid[a] for a in AUDIT_AXES}, runs, batch, str(expect))
 
 
 def validate_audits(errs: Errors, raw: Mapping[str, Any],

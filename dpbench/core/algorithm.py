@@ -42,6 +42,16 @@ class Release:
     info: dict[str, Any] = field(default_factory=dict)
 
 
+@dataclass
+class BatchRelease:
+    """What the vectorised audit path returns: ``size`` independent estimates (rows of
+    ``thetas``, shape (size, p)) released on the same data, and the ledger each of them spent
+    (the same for every row: a ledger depends on public quantities only)."""
+
+    thetas: np.ndarray
+    ledger: PrivacyLedger
+
+
 def check_privacy_args(name: str, privacy: str, epsilon: float, delta: float) -> None:
     """Validate (ε, δ) for a mechanism of the given privacy kind; raise ``UserInputError``."""
     if privacy == "none":
@@ -152,6 +162,70 @@ class Algorithm(Parametrized):
         run = next(k for k in cls.__mro__ if "run" in vars(k))
         return many is not Algorithm and issubclass(many, run)
 
+    def run_batch(
+        self, data: Dataset, problem: Problem, *, epsilon: float, delta: float,
+        rng: np.random.Generator, size: int,
+    ) -> BatchRelease | None:
+        """Optional vectorised path for the privacy audit: ``size`` independent releases on the
+        same data, every random draw taken from the one generator ``rng``.
+
+        Contract (docs/plugins.md, 'Fast paths for audits'): each row of ``thetas`` has exactly
+        the law of :meth:`run`'s θ, the rows are independent, and the ledger is the one
+        :meth:`run` returns. Unlike :meth:`run_many` the rows are not equal to any particular
+        :meth:`run` call (one generator feeds them all), so the harness checks the law
+        (``dpbench.testing.check_release_batch``: same ledger, a two-sample test of the laws,
+        determinism given the generator). Return ``None`` (the default) to use
+        :meth:`release_many`. Never called directly: the audit calls :meth:`release_batch`,
+        which gives the rows the checks of :meth:`release`. As for ``run_many``, a subclass that
+        overrides :meth:`run` below the class defining ``run_batch`` does not inherit it.
+        """
+        return None
+
+    @classmethod
+    def _has_batch_path(cls) -> bool:
+        """Whether ``run_batch`` is defined at or below the class that defines ``run``."""
+        batch = next(k for k in cls.__mro__ if "run_batch" in vars(k))
+        run = next(k for k in cls.__mro__ if "run" in vars(k))
+        return batch is not Algorithm and issubclass(batch, run)
+
+    def release_batch(
+        self, data: Dataset, problem: Problem, *, epsilon: float, delta: float,
+        rng: np.random.Generator, size: int,
+    ) -> BatchRelease | None:
+        """:meth:`run_batch` validated like :meth:`release` (arguments, applicability, every
+        row finite and inside C, the ledger within the budget); ``None`` when the mechanism has
+        no vectorised path (the caller then uses :meth:`release_many`)."""
+        if not (isinstance(size, (int, np.integer)) and size >= 1):
+            raise ValueError(f"size must be an integer >= 1, got {size!r}")
+        self._check_call(problem, epsilon, delta, (rng,))
+        if not self._has_batch_path():
+            return None
+        out = self.run_batch(data, problem, epsilon=epsilon, delta=delta, rng=rng, size=int(size))
+        if out is None:
+            return None
+        if not isinstance(out, BatchRelease):
+            raise TypeError(f"{self.name}.run_batch must return a BatchRelease or None, got "
+                            f"{type(out).__name__}")
+        thetas = np.asarray(out.thetas, dtype=float)
+        if thetas.shape != (int(size), data.p):
+            raise ValueError(f"{self.name}.run_batch: estimates have shape {thetas.shape}, "
+                             f"expected ({int(size)}, {data.p})")
+        if not np.all(np.isfinite(thetas)):
+            raise FloatingPointError(f"{self.name}.run_batch: an estimate is not finite")
+        inside = np.asarray(problem.constraint.contains(thetas, tol=1e-9), dtype=bool)
+        if not np.all(inside):
+            raise ValueError(f"{self.name}.run_batch: {int((~inside).sum())} estimate(s) lie "
+                             "outside the constraint set")
+        self._check_ledger(out.ledger, epsilon, delta)
+        return BatchRelease(thetas, out.ledger)
+
+    def _check_ledger(self, ledger: PrivacyLedger, epsilon: float, delta: float) -> None:
+        if self.privacy != "none" and not ledger.within(epsilon, delta):
+            raise ValueError(
+                f"{self.name}: ledger spent (ε={ledger.epsilon:g}, δ={ledger.delta:g}) "
+                f"beyond the budget (ε={epsilon:g}, δ={delta:g})"
+            )
+
     def _check_call(self, problem: Problem, epsilon: float, delta: float,
                     rngs: Sequence[object]) -> None:
         check_privacy_args(self.name, self.privacy, epsilon, delta)
@@ -205,10 +279,6 @@ class Algorithm(Parametrized):
             raise FloatingPointError(f"{self.name}: estimate is not finite")
         if not problem.constraint.contains(theta, tol=1e-9):
             raise ValueError(f"{self.name}: estimate lies outside the constraint set")
-        if self.privacy != "none" and not out.ledger.within(epsilon, delta):
-            raise ValueError(
-                f"{self.name}: ledger spent (ε={out.ledger.epsilon:g}, δ={out.ledger.delta:g}) "
-                f"beyond the budget (ε={epsilon:g}, δ={delta:g})"
-            )
+        self._check_ledger(out.ledger, epsilon, delta)
         out.theta = theta
         return out

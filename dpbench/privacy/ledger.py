@@ -6,6 +6,8 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
+from .profile import PrivacyProfile
+
 
 @dataclass(frozen=True)
 class Charge:
@@ -31,6 +33,12 @@ class PrivacyLedger:
     ``epsilon``/``delta`` are the totals: the accountant's figure when ``accounting`` names one,
     otherwise basic composition of the charges. ``certified`` is False for nominal guarantees (for
     example an MCMC sampler whose output law only approximates the private target).
+
+    ``profile`` is the whole privacy profile δ(ε) the release claims (a PLD or RDP accountant's
+    curve, :mod:`dpbench.privacy.profile`); without one, :attr:`claimed_profile` derives it from
+    the charges' GDP μ when every charge states one, else it is the single point (ε, δ). The
+    privacy audit tests the claimed profile, so a mechanism that states its curve can be
+    refuted wherever the curve binds, not only at its (ε, δ) (docs/plugins.md, 'Privacy ledger').
     """
 
     charges: tuple[Charge, ...] = field(default_factory=tuple)
@@ -39,6 +47,7 @@ class PrivacyLedger:
     accounting: str = "basic composition"
     neighbouring: str = "replace-one"
     certified: bool = True
+    profile: PrivacyProfile | None = None
 
     @classmethod
     def from_charges(cls, *charges: Charge, **kw: Any) -> PrivacyLedger:
@@ -62,6 +71,17 @@ class PrivacyLedger:
             return None
         return math.sqrt(math.fsum(m * m for m in mus))  # type: ignore[operator]
 
+    @property
+    def claimed_profile(self) -> PrivacyProfile:
+        """The profile the release claims: ``profile`` when stated, else μ-GDP when every charge
+        states a μ, else the point (ε, δ)."""
+        if self.profile is not None:
+            return self.profile
+        mu = self.gdp_mu
+        if mu is not None:
+            return PrivacyProfile.from_gdp(mu)
+        return PrivacyProfile.from_point(self.epsilon, self.delta)
+
     def within(self, epsilon: float, delta: float, rtol: float = 1e-9) -> bool:
         """True when the spent (ε, δ) fits in the budget (ε, δ)."""
         return self.epsilon <= epsilon * (1 + rtol) and self.delta <= delta * (1 + rtol) + 0.0
@@ -74,5 +94,6 @@ class PrivacyLedger:
             "neighbouring": self.neighbouring,
             "certified": self.certified,
             "gdp_mu": self.gdp_mu,
+            "profile": None if self.profile is None else self.profile.to_dict(),
             "charges": [c.__dict__ for c in self.charges],
         }

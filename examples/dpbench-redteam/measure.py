@@ -7,10 +7,10 @@ Runs ``suites/redteam.yaml`` through :func:`dpbench.audit.run_audits` into a tem
 states μ, the canary, the claimed ε, the true ε (worst case over all neighbouring pairs) and the
 true ε of the pair the auditor actually used, the lower bounds ε_lb and μ_lb, dpbench's tightness
 (max(ε_lb/ε, μ_lb/μ) over the stated claims), ε_lb as a fraction of the true ε, whether the point
-was flagged, and the runs per side. The store records no per-batch time, so the wall time is the
-whole run's, printed once.
+was flagged, the runs per side and each point's summed batch time (``seconds``); the wall time of
+the whole run is printed once.
 
-    python examples/dpbench-redteam/measure.py                    # default budget, 20000 runs/side
+    python examples/dpbench-redteam/measure.py                    # default budget, 10^6 runs/side
     python examples/dpbench-redteam/measure.py --runs 4000 --workers 0
 """
 
@@ -117,7 +117,7 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--suite", type=Path, default=SUITE)
     ap.add_argument("--runs", type=int, default=None,
-                    help="runs per side for every audit (default: the suite's, 20000)")
+                    help="runs per side for every audit (default: dpbench's default budget)")
     ap.add_argument("--batch", type=int, default=None, help="runs per batch (cell)")
     ap.add_argument("--workers", type=int, default=None,
                     help="worker processes (default: one per core; 0 = inline, no dask)")

@@ -162,7 +162,8 @@ def test_defaults_tiny_n_every_canary_and_settings() -> None:
     (a,) = suite.audits
     assert a.grid["n"] == [2, 3, 5, 10] and a.grid["delta"] == [0.0]
     assert a.canaries == ("sphere", "label_flip", "lower_bound", "outlier")
-    assert (suite.audit.alpha, a.runs, a.batch, a.expect) == (0.05, 20000, 1000, "private")
+    # output_perturbation has run_batch: the vectorised default budget (docs/audit.md, 'Budget')
+    assert (suite.audit.alpha, a.runs, a.batch, a.expect) == (0.05, 1_000_000, 50_000, "private")
     assert suite.experiments == ()
 
 

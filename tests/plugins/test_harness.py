@@ -143,7 +143,7 @@ def test_check_algorithm_skip_and_names():
     with pytest.raises(UserInputError, match="check_nonexistent"):
         check_algorithm(CORRECT, QUAD, skip=("check_nonexistent",))
     names = [c.__name__ for c in ALGORITHM_CHECKS]
-    assert len(names) == 10 and all(n.startswith("check_") for n in names)
+    assert len(names) == 11 and all(n.startswith("check_") for n in names)
     bad = SimpleOutputPerturbation(fault="global_rng")
     with pytest.raises(AssertionError, match="check_no_global_rng"):
         check_algorithm(bad, QUAD, skip=("check_picklable", "check_empirical_privacy",

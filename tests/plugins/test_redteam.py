@@ -7,8 +7,9 @@ measure the noise scale and the shift between neighbours that the formulas assum
 audit suite runs at a test budget (4000 runs per side, 8000 for the halved Laplace) on the inline
 backend: no control may be flagged, and the grossly broken variants must be.
 
-Variants the auditor currently misses at such budgets (σ/1.25, σ/1.5, σ/2 and ρ/n without μ in
-the ledger, the 1e-3 row leak) are deliberately not asserted either way: measure.py records them.
+Variants the auditor misses at such small budgets (σ/1.25, σ/1.5, σ/2 and ρ/n without μ in the
+ledger, the 1e-3 row leak) are not asserted either way here: at the default budget (10^6 runs per
+side) measure.py records them (README.md has the table).
 """
 
 from __future__ import annotations
@@ -36,10 +37,13 @@ BROKEN = ("redteam_sigma_1_25", "redteam_sigma_1_5", "redteam_sigma_2", "redteam
           "redteam_sensitivity_l_over_n", "redteam_laplace_half", "redteam_constant_seed",
           "redteam_data_start", "redteam_no_clipping", "redteam_row_leak")
 #: Labels (suite) that must be flagged at one point at least, and the audits holding them.
+#: At 200 000 runs per side (the test's budget) every variant with true ε ≥ 1.5 × claimed but
+#: σ/1.5 without μ is flagged (measured: README.md); the seeds are fixed, so this is deterministic.
 MUST_FLAG = {
-    "broken_gaussian": [f"{v}.{ledger}" for v in ("redteam_sigma_4", "redteam_constant_seed",
-                                                  "redteam_no_clipping")
-                        for ledger in ("mu", "no_mu")],
+    "broken_gaussian": [f"{v}.{ledger}" for v in (
+        "redteam_sigma_2", "redteam_sigma_4", "redteam_sensitivity_l_over_n",
+        "redteam_constant_seed", "redteam_data_start", "redteam_no_clipping", "redteam_row_leak")
+        for ledger in ("mu", "no_mu")] + ["redteam_sigma_1_5.mu"],
     "broken_laplace": ["redteam_laplace_half"],
 }
 
@@ -103,13 +107,15 @@ def test_not_applicable_without_row_norm_bound(redteam):
         algorithm.release(data, LBLin(), epsilon=EPS, delta=DELTA, rng=np.random.default_rng(0))
 
 
-def test_fast_path_equals_run(redteam):
-    """The audit's run_many gives, generator by generator, exactly what run gives."""
-    from dpbench.testing import check_release_many
+def test_fast_paths_keep_their_contracts(redteam):
+    """The audit's run_many gives, generator by generator, exactly what run gives, and the
+    vectorised run_batch draws rows with run's law (the harness's two-sample check)."""
+    from dpbench.testing import check_release_batch, check_release_many
 
     for name, cls in redteam.VARIANTS.items():
-        assert cls._has_fast_path(), name
+        assert cls._has_fast_path() and cls._has_batch_path(), name
         check_release_many(cls(), _problem())
+        check_release_batch(cls(), _problem())
 
 
 # --- the analytic true ε ----------------------------------------------------------------------
@@ -134,13 +140,13 @@ def test_true_epsilon_closed_forms(redteam):
     assert V["redteam_laplace_half"].true_epsilon(N, P, EPS, 0.0, RHO) == pytest.approx(2 * EPS)
     for name in ("redteam_constant_seed", "redteam_no_clipping", "redteam_row_leak"):
         assert V[name].true_epsilon(N, P, EPS, DELTA, RHO) == math.inf, name
-    # the row leak is finite above δ = q/n: ε(μ, (δ − q/n)/(1 − q)), above the claimed ε
+    # the row leak is finite above δ = q: ε(μ, (δ − q)/(1 − q)), above the claimed ε
     q, leak = redteam.LEAK_PROBABILITY, V["redteam_row_leak"]
-    assert leak.true_epsilon(N, P, EPS, q / N, RHO) == math.inf
-    mu3 = leak.claimed_mu(N, EPS, 1e-3, RHO)
-    assert leak.true_epsilon(N, P, EPS, 1e-3, RHO) == pytest.approx(
-        gdp_epsilon(mu3, (1e-3 - q / N) / (1 - q)), rel=1e-9)
-    assert leak.true_epsilon(N, P, EPS, 1e-3, RHO) > EPS
+    assert leak.true_epsilon(N, P, EPS, q, RHO) == math.inf
+    mu3 = leak.claimed_mu(N, EPS, 1e-2, RHO)
+    assert leak.true_epsilon(N, P, EPS, 1e-2, RHO) == pytest.approx(
+        gdp_epsilon(mu3, (1e-2 - q) / (1 - q)), rel=1e-9)
+    assert leak.true_epsilon(N, P, EPS, 1e-2, RHO) > EPS
 
 
 @pytest.mark.parametrize("name", ["redteam_gaussian", "redteam_sigma_1_5", "redteam_sigma_4",
@@ -208,12 +214,10 @@ def test_unbounded_variants_monte_carlo(redteam):
 
 def test_audit_suite_at_test_budget(redteam, tmp_path):
     raw = yaml.safe_load((REDTEAM / "suites" / "redteam.yaml").read_text())
-    assert raw["audit"]["runs"] == 20000                   # the shipped suite: default budget
-    raw["audit"]["runs"] = 4000
+    assert "runs" not in raw["audit"]                      # the shipped suite: default budget
+    raw["audit"].update(runs=200_000, batch=20_000)        # a fifth of it, for the test's time
     for audit in raw["audits"]:
         audit.pop("runs", None)
-        if audit["name"] == "broken_laplace":
-            audit["runs"] = 8000   # 4000 detects the halved Laplace in ~99 % of seeds, 8000 in all
     suite = tmp_path / "redteam_small.yaml"
     suite.write_text(yaml.safe_dump(raw, allow_unicode=True, sort_keys=False))
     store = tmp_path / "redteam.zarr"

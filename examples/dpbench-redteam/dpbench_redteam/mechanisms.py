@@ -41,7 +41,8 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from dpbench import Algorithm, Charge, NotApplicable, Param, PrivacyLedger, RateCard, Release
+from dpbench import (Algorithm, BatchRelease, Charge, NotApplicable, Param, PrivacyLedger,
+                     RateCard, Release)
 from dpbench.core.tags import get_tags
 from dpbench.privacy.gaussian import analytic_gaussian_sigma, gdp_epsilon
 
@@ -122,6 +123,11 @@ class _ClippedMean(Algorithm):
                         rng: np.random.Generator) -> np.ndarray:
         raise NotImplementedError
 
+    def noisy_statistics(self, X: np.ndarray, rho: float, epsilon: float, delta: float,
+                         rng: np.random.Generator, size: int) -> np.ndarray:
+        """``size`` independent draws of :meth:`noisy_statistic` (rows), from one generator."""
+        raise NotImplementedError
+
     def ledger(self, n: int, p: int, epsilon: float, delta: float, rho: float) -> PrivacyLedger:
         raise NotImplementedError
 
@@ -139,6 +145,15 @@ class _ClippedMean(Algorithm):
                             self.noisy_statistic(X, rho, epsilon, delta, rng)),
                         ledger=ledger, grad_queries=1, iterations=1, info=dict(info))
                 for rng in rngs]
+
+    def run_batch(self, data, problem, *, epsilon, delta, rng, size) -> BatchRelease:
+        """The audit's vectorised path: ``size`` releases with the law of :meth:`run`, all noise
+        drawn from ``rng`` at once (checked by ``dpbench.testing.check_release_batch``)."""
+        rho = row_norm_bound(problem)
+        X = np.asarray(data.X, dtype=float)
+        thetas = problem.constraint.project(
+            self.noisy_statistics(X, rho, epsilon, delta, rng, int(size)))
+        return BatchRelease(thetas, self.ledger(data.n, data.p, epsilon, delta, rho))
 
     # --- the analysis -------------------------------------------------------------------------
     def true_epsilon(self, n: int, p: int, epsilon: float, delta: float, rho: float) -> float:
@@ -227,6 +242,11 @@ class RedTeamGaussian(_ClippedMean):
         n, p = X.shape
         sigma = self.sigma(n, epsilon, delta, rho)
         return self.statistic(X, rho) + sigma * self.noise_generator(rng).standard_normal(p)
+
+    def noisy_statistics(self, X, rho, epsilon, delta, rng, size):
+        n, p = X.shape
+        sigma = self.sigma(n, epsilon, delta, rho)
+        return self.statistic(X, rho) + sigma * rng.standard_normal((size, p))
 
     def ledger(self, n, p, epsilon, delta, rho):
         mu = self.claimed_mu(n, epsilon, delta, rho)
@@ -321,6 +341,9 @@ class RedTeamConstantSeed(RedTeamGaussian):
     def noise_generator(self, rng: np.random.Generator) -> np.random.Generator:
         return np.random.default_rng(0)  # the bug
 
+    def noisy_statistics(self, X, rho, epsilon, delta, rng, size):
+        return np.tile(self.noisy_statistic(X, rho, epsilon, delta, rng), (size, 1))  # the bug
+
     def true_mu(self, n, p, epsilon, delta, rho):
         return math.inf
 
@@ -359,6 +382,12 @@ class RedTeamDataStart(RedTeamGaussian):
             * rng.standard_normal(X.shape[1])
         return theta0 - 0.5 * (theta0 - noisy_mean)
 
+    def noisy_statistics(self, X, rho, epsilon, delta, rng, size):
+        theta0 = clip_rows(X[0], rho)  # the bug: a data-dependent start
+        noisy_means = super().statistic(X, rho) + self.sigma(X.shape[0], epsilon, delta, rho) \
+            * rng.standard_normal((size, X.shape[1]))
+        return theta0 - 0.5 * (theta0 - noisy_means)
+
     def output_sd(self, n, epsilon, delta, rho):
         return 0.5 * self.sigma(n, epsilon, delta, rho)
 
@@ -388,30 +417,39 @@ class RedTeamNoClipping(RedTeamGaussian):
 
 
 class RedTeamRowLeak(RedTeamGaussian):
-    """DELIBERATELY BROKEN: with probability q = 1e-3, releases a uniformly chosen data row.
+    """DELIBERATELY BROKEN: with probability q = 1e-3, releases the first data row (a debugging
+    branch that returns ``X[0]``).
 
-    The leaked row (projected onto C) is an atom of mass q/n that only D has, so
-    δ(ε) = q/n + (1 − q)·δ_μ(ε) for the worst pair (δ_μ the Gaussian part's): the true ε at δ is
-    ∞ for δ ≤ q/n (= 1e-4 at n = 10), and ε(μ, (δ − q/n)/(1 − q)) above.
+    The leaked row (projected onto C) is an atom of mass q that D′ (whose first row differs) does
+    not have, so for the pair δ(ε) = q + (1 − q)·δ_μ(ε) (δ_μ the Gaussian part's): the true ε at
+    δ is ∞ for δ ≤ q, and ε(μ, (δ − q)/(1 − q)) above. The auditor's canary is row 0, so this is
+    the leak an audit can see at a modest budget; a leak of a uniformly chosen row puts mass q/n
+    on the canary and needs about n times more runs (docs/audit.md, 'Rare leaks').
     """
 
     name: ClassVar[str] = "redteam_row_leak"
-    summary: ClassVar[str] = ("DELIBERATELY BROKEN: the red-team Gaussian releasing a data row "
-                              "with probability 1e-3")
-    broken: ClassVar[str] = ("releases a uniformly chosen raw data row with probability 1e-3 "
-                             "(true ε = ∞ at δ ≤ 1e-3/n)")
+    summary: ClassVar[str] = ("DELIBERATELY BROKEN: the red-team Gaussian releasing its first data "
+                              "row with probability 1e-3")
+    broken: ClassVar[str] = ("releases the raw first data row with probability 1e-3 "
+                             "(true ε = ∞ at δ ≤ 1e-3)")
     leak_probability: ClassVar[float] = LEAK_PROBABILITY
 
     def noisy_statistic(self, X, rho, epsilon, delta, rng):
         if rng.random() < self.leak_probability:  # the bug
-            return np.array(X[rng.integers(X.shape[0])], dtype=float)
+            return np.array(X[0], dtype=float)
         return super().noisy_statistic(X, rho, epsilon, delta, rng)
+
+    def noisy_statistics(self, X, rho, epsilon, delta, rng, size):
+        leak = rng.random(size) < self.leak_probability  # the bug
+        out = super().noisy_statistics(X, rho, epsilon, delta, rng, size)
+        out[leak] = np.asarray(X[0], dtype=float)
+        return out
 
     def _epsilon(self, mu: float, n: int, delta: float) -> float:
         q = self.leak_probability
-        if delta <= q / n:
+        if delta <= q:
             return math.inf
-        return gdp_to_epsilon(mu, (delta - q / n) / (1.0 - q))
+        return gdp_to_epsilon(mu, (delta - q) / (1.0 - q))
 
     def true_epsilon(self, n, p, epsilon, delta, rho):
         return self._epsilon(self.true_mu(n, p, epsilon, delta, rho), n, delta)
@@ -459,6 +497,11 @@ class RedTeamLaplace(_ClippedMean):
     def noisy_statistic(self, X, rho, epsilon, delta, rng):
         n, p = X.shape
         return self.statistic(X, rho) + rng.laplace(0.0, self.scale(n, p, epsilon, rho), p)
+
+    def noisy_statistics(self, X, rho, epsilon, delta, rng, size):
+        n, p = X.shape
+        return self.statistic(X, rho) + rng.laplace(0.0, self.scale(n, p, epsilon, rho),
+                                                    (size, p))
 
     def ledger(self, n, p, epsilon, delta, rho):
         return PrivacyLedger.from_charges(Charge(
