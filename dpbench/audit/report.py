@@ -179,6 +179,36 @@ def audit_section(store: Store, name: str) -> AuditSection:
     return sec
 
 
+def mechanism_tightness(sections: Sequence[AuditSection]) -> list[dict[str, Any]]:
+    """Per private mechanism (algorithm label) over every ``expect: private`` audit of the run:
+    the points judged, the best tightness and where it was reached, the violations, and a
+    summary: ``VIOLATION``, ``informative`` (some point reaches 10 % of the claim) or
+    ``uninformative everywhere`` (a clean result that says little about the claim)."""
+    best: dict[str, dict[str, Any]] = {}
+    for sec in sections:
+        if sec.expect != "private":
+            continue
+        for r in sec.judged:
+            row = best.setdefault(r.algorithm, {"algorithm": r.algorithm, "points": 0,
+                                                "violations": 0, "tightness": -math.inf,
+                                                "where": ""})
+            row["points"] += 1
+            row["violations"] += int(r.violation)
+            t = r.tightness if math.isfinite(r.tightness) else -math.inf
+            if t > row["tightness"]:
+                row["tightness"] = t
+                row["where"] = (f"{sec.name}: {r.problem}, n={r.n}, p={r.p}, {r.canary}, "
+                                f"{r.runs_completed} runs")
+    for row in best.values():
+        row["verdict"] = ("VIOLATION" if row["violations"] else
+                          "informative" if row["tightness"] >= UNINFORMATIVE_BELOW else
+                          "uninformative everywhere")
+        if not math.isfinite(row["tightness"]):
+            row["tightness"] = math.nan
+    return sorted(best.values(), key=lambda r: (-np.nan_to_num(r["tightness"], nan=-1.0),
+                                                r["algorithm"]))
+
+
 def power_markdown(store: Store) -> str:
     """The power-vs-runs table: stored in the store (``audit_power``) or ``reports/audit_power.md``."""
     stored = store.root.attrs.get("audit_power")
@@ -192,5 +222,6 @@ def power_markdown(store: Store) -> str:
 def audit_context(store: Store) -> dict[str, Any]:
     """The report context entries of the audits (empty lists when the store has none)."""
     names = audit_names(store) if AUDIT_GROUP in store.root else []
-    return {"audits": [audit_section(store, n) for n in names],
+    sections = [audit_section(store, n) for n in names]
+    return {"audits": sections, "audit_tightness": mechanism_tightness(sections),
             "audit_power": power_markdown(store) if names else ""}

@@ -9,11 +9,12 @@ level ``alpha`` (Bonferroni over all audit points of the run), the default ``run
 the ``batch`` (runs per cell, even, dividing ``runs``). Validation reports every error at once,
 naming the field and the allowed values (see :mod:`dpbench.config.suite`).
 
-The default budget (neither the ``audit:`` mapping nor the entry sets ``runs``/``batch``) depends
-on the mechanisms: an audit whose algorithms all have the vectorised path ``run_batch`` gets
-:data:`VECTORISED_RUNS` runs per side in batches of :data:`VECTORISED_BATCH` (about a second
-of compute per point), any other audit :data:`LOOPED_RUNS` in batches of :data:`LOOPED_BATCH`
-(docs/audit.md, 'Budget').
+An entry may set its own ``runs`` and ``batch``. The default budget (neither the ``audit:``
+mapping nor the entry sets ``runs``) depends on the mechanisms: an audit whose algorithms all have
+the vectorised path ``run_batch`` gets :data:`VECTORISED_RUNS` runs per side in batches of
+:data:`VECTORISED_BATCH` (about a second of compute per point; the entry's ``batch`` if it sets
+one), any other audit :data:`LOOPED_RUNS` runs in batches of ``audit.batch`` (default
+:data:`LOOPED_BATCH`) (docs/audit.md, 'Budget').
 """
 
 from __future__ import annotations
@@ -45,7 +46,7 @@ DEFAULT_N = (2, 3, 5, 10)
 EXPECT_VALUES = ("private", "violation")
 AUDIT_AXES = ("n", "p", "epsilon", "delta")
 _SETTINGS_KEYS = ("alpha", "runs", "batch")
-_AUDIT_KEYS = ("name", "description", "algorithms", "problems", "canaries", "grid", "runs",
+_AUDIT_KEYS = ("name", "description", "algorithms", "problems", "canaries", "grid", "runs", "batch",
                "expect")
 _PROB_KEYS = ("problem", "label", "params")
 _ALGO_KEYS = ("algorithm", "label", "params")
@@ -64,8 +65,8 @@ LOOPED_BATCH = 1_000
 class AuditSettings:
     """Run-wide settings: family-wise level, default runs per side, runs per cell.
 
-    ``explicit`` is False when the suite set neither ``runs`` nor ``batch``: each audit then gets
-    the default budget of its mechanisms (module docstring)."""
+    ``explicit`` is False when the suite did not set ``runs``: each audit that does not set its
+    own then gets the default budget of its mechanisms (module docstring)."""
 
     alpha: float = 0.05
     runs: int = LOOPED_RUNS
@@ -145,7 +146,7 @@ def _settings(errs: Errors, raw: Any) -> AuditSettings:
         batch = default.batch
     elif "runs" in raw or "batch" in raw:
         _check_runs(errs, "audit.runs", runs, batch)
-    return AuditSettings(float(alpha), int(runs), int(batch), "runs" in raw or "batch" in raw)
+    return AuditSettings(float(alpha), int(runs), int(batch), "runs" in raw)
 
 
 def _check_runs(errs: Errors, path: str, runs: Any, batch: int) -> int | None:
@@ -237,8 +238,16 @@ def _validate_audit(errs: Errors, path: str, raw: Any, settings: AuditSettings,
         check_privacy_kind(errs, f"{path}.algorithms[{lab}]", nm, privacy, grid.get("delta", []))
     canaries = _canaries(errs, f"{path}.canaries", raw.get("canaries"))
     runs: int | None = settings.runs
+    batch: int = settings.batch
+    if "batch" in raw:
+        if is_int(raw["batch"]) and raw["batch"] >= 2 and raw["batch"] % 2 == 0:
+            batch = int(raw["batch"])
+        else:
+            errs.add(f"{path}.batch", f"must be an even integer >= 2, got {raw['batch']!r}")
     if "runs" in raw:
-        runs = _check_runs(errs, f"{path}.runs", raw["runs"], settings.batch)
+        runs = _check_runs(errs, f"{path}.runs", raw["runs"], batch)
+    elif settings.explicit:
+        runs = _check_runs(errs, f"{path}.runs", settings.runs, batch)
     expect = raw.get("expect", "private")
     if expect not in EXPECT_VALUES:
         errs.add(f"{path}.expect", f"got {expect!r}; allowed: {', '.join(EXPECT_VALUES)}")
@@ -246,10 +255,12 @@ def _validate_audit(errs: Errors, path: str, raw: Any, settings: AuditSettings,
     prob_specs = _resolved(errs, f"{path}.problems", probs)
     if len(errs.items) > n_before or runs is None:
         return None
-    batch = settings.batch
-    if not settings.explicit and "runs" not in raw and all(
-            s.cls._has_batch_path() for s in algo_specs):
-        runs, batch = VECTORISED_RUNS, VECTORISED_BATCH
+    if not settings.explicit and "runs" not in raw:
+        if all(s.cls._has_batch_path() for s in algo_specs):
+            runs, batch = VECTORISED_RUNS, int(raw.get("batch", VECTORISED_BATCH))
+        runs = _check_runs(errs, f"{path}.batch", runs, batch)
+        if runs is None:
+            return None
     return AuditSpec(name, str(raw.get("description", "")), tuple(algo_specs), tuple(prob_specs),
                      canaries, {a: grid[a] for a in AUDIT_AXES}, runs, batch, str(expect))
 

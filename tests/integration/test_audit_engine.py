@@ -22,6 +22,7 @@ from dpbench.algorithms.output_perturbation import OutputPerturbation
 from dpbench.audit.engine import AuditTaskResult, plan_audits, run_audits
 from dpbench.audit.stats import audit_bound, per_audit_alpha
 from dpbench.audit.store import AUDIT_KEY, open_audit
+from dpbench.audit.verdicts import tightness
 from dpbench.cli.main import main
 from dpbench.config.audit import AUDIT_SCHEMA
 from dpbench.config.suite import parse_suite
@@ -231,6 +232,12 @@ def test_tiny_audit_end_to_end_through_the_cli(tmp_path: Path,
     # the report has the audit section
     md = (tmp_path / "r.md").read_text()
     assert "## Privacy audit" in md and "| op | logistic | 5 | 2 |" in md
+    # the per-mechanism summary names the best point and says whether any point is informative
+    row = next(line for line in md.splitlines() if line.startswith("| op | 6 | 0 |"))
+    best = float(np.nanmax([tightness(float(e), 1.0) for e in
+                            ds.epsilon_lower_bound.values[applicable.values]]))
+    assert f"| {best:.3g} |" in row and row.rstrip(" |").endswith(
+        "informative" if best >= 0.1 else "uninformative everywhere")
 
 
 def test_the_multiplicity_counts_applicable_points_before_any_run() -> None:

@@ -142,3 +142,20 @@ def test_the_default_budget_follows_the_mechanisms_paths() -> None:
     explicit = parse_suite(_suite("[{algorithm: output_perturbation}]",
                                   "audit: {runs: 4000, batch: 1000}")).audits[0]
     assert (explicit.runs, explicit.batch) == (4000, 1000)
+
+
+def test_an_entry_sets_its_own_batch_and_a_global_batch_keeps_the_vectorised_default() -> None:
+    text = _suite("[{algorithm: output_perturbation}]", "audit: {batch: 500}")
+    a = parse_suite(text).audits[0]
+    assert (a.runs, a.batch) == (VECTORISED_RUNS, VECTORISED_BATCH)
+    text = _suite("[{algorithm: exp_mech}]", "audit: {batch: 500}")
+    assert (parse_suite(text).audits[0].runs, parse_suite(text).audits[0].batch) == (LOOPED_RUNS,
+                                                                                      500)
+    own = parse_suite(_suite("[{algorithm: output_perturbation}]").replace(
+        "    canaries: [sphere]", "    canaries: [sphere]\n    runs: 4000\n    batch: 2000"))
+    assert (own.audits[0].runs, own.audits[0].batch) == (4000, 2000)
+    from dpbench.core.errors import SuiteError
+
+    with pytest.raises(SuiteError, match=r"audits\[0\]\.batch"):
+        parse_suite(_suite("[{algorithm: output_perturbation}]").replace(
+            "    canaries: [sphere]", "    canaries: [sphere]\n    batch: 3"))

@@ -18,7 +18,16 @@ HTML = """\
 {% if audits %}
 <section id="privacy-audit">
 <h2>Privacy audit</h2>
-<p>Empirical lower bounds on ε from replace-one neighbouring datasets with worst-case canaries: a threshold on the score is selected on the first half of every batch and confirmed on the second half with Clopper–Pearson bounds (and a μ-GDP bound after Nasr et al. 2023), Bonferroni-corrected over the audit points of the run. <strong>Audit gap</strong> = claimed ε − ε lower bound; a negative gap proves the claim wrong at the stated confidence. A positive gap does not prove the mechanism private. <strong>Tightness</strong> = the largest fraction of the claim the assumption-free bounds reach (ε lower bound / ε claimed, or μ lower bound / μ claimed when the ledger states μ); a clean point below 0.1 is <em>uninformative</em>, not a pass. See <code>docs/audit.md</code>.</p>
+<p>Empirical lower bounds on ε from replace-one neighbouring datasets with worst-case canaries: an event on the score (a bulk or tail threshold, or an atom) is selected on the first half of every batch and confirmed on the second half with Clopper–Pearson bounds (and a μ-GDP bound after Nasr et al. 2023), tested against the claimed (ε, δ), μ and privacy profile, Bonferroni-corrected over the audit points of the run. <strong>Audit gap</strong> = claimed ε − ε lower bound; a negative gap proves the claim wrong at the stated confidence. A positive gap does not prove the mechanism private. <strong>Tightness</strong> = the largest fraction of the claim the assumption-free bounds reach (ε lower bound / ε claimed, or μ lower bound / μ claimed when the ledger states μ); a clean point below 0.1 is <em>uninformative</em>, not a pass. See <code>docs/audit.md</code>.</p>
+{% if audit_tightness %}
+<h3 id="audit-tightness">Tightness per mechanism</h3>
+<div class="scroll"><table>
+  <tr><th>mechanism</th><th>points</th><th>violations</th><th>best tightness</th><th>reached at</th><th>summary</th></tr>
+  {% for t in audit_tightness %}
+  <tr><td>{{ t.algorithm }}</td><td class="num">{{ t.points }}</td><td class="num">{{ t.violations }}</td><td class="num">{{ t.tightness | num }}</td><td>{{ t.where }}</td><td>{% if t.verdict == "VIOLATION" %}<span class="no">{{ t.verdict }}</span>{% elif t.verdict == "informative" %}<span class="yes">{{ t.verdict }}</span>{% else %}{{ t.verdict }}{% endif %}</td></tr>
+  {% endfor %}
+</table></div>
+{% endif %}
 {% for a in audits %}
 <h3 id="audit-{{ a.name }}">{{ a.name }} (expect: {{ a.expect }})</h3>
 {% if a.description %}<p>{{ a.description }}</p>{% endif %}
@@ -53,7 +62,17 @@ MARKDOWN = """\
 {% if audits %}
 ## Privacy audit
 
-Empirical ε lower bounds (threshold selected on the first half of every batch, Clopper–Pearson and GDP bounds on the second half, Bonferroni over the run's audit points). Audit gap = claimed ε − lower bound; a negative gap is a privacy violation at the stated confidence; a pass does not prove privacy. Tightness = the largest fraction of the claim the assumption-free bounds reach (ε lb / ε claimed, or μ lb / μ claimed); a clean point below 0.1 is *uninformative*, not a pass.
+Empirical ε lower bounds (an event — bulk or tail threshold, or atom — selected on the first half of every batch, Clopper–Pearson and GDP bounds on the second half, tested against the claimed (ε, δ), μ and privacy profile, Bonferroni over the run's audit points). Audit gap = claimed ε − lower bound; a negative gap is a privacy violation at the stated confidence; a pass does not prove privacy. Tightness = the largest fraction of the claim the assumption-free bounds reach (ε lb / ε claimed, or μ lb / μ claimed); a clean point below 0.1 is *uninformative*, not a pass.
+{% if audit_tightness %}
+
+### Tightness per mechanism
+
+| mechanism | points | violations | best tightness | reached at | summary |
+|---|---|---|---|---|---|
+{% for t in audit_tightness %}
+| {{ t.algorithm | md }} | {{ t.points }} | {{ t.violations }} | {{ t.tightness | num }} | {{ t.where | md }} | {% if t.verdict == "VIOLATION" %}**{{ t.verdict }}**{% else %}{{ t.verdict }}{% endif %} |
+{% endfor %}
+{% endif %}
 {% for a in audits %}
 
 ### {{ a.name }} (expect: {{ a.expect }})
@@ -86,7 +105,7 @@ Empirical ε lower bounds (threshold selected on the first half of every batch, 
 
 
 def context(store: Store, shared: Mapping[str, Any]) -> dict[str, Any]:
-    """``audits`` and ``audit_power`` (empty when the store has no audit)."""
+    """``audits``, ``audit_tightness`` and ``audit_power`` (empty when the store has no audit)."""
     return audit_context(store)
 
 
