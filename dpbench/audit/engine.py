@@ -58,6 +58,7 @@ from ..engine.isolation import Killed, memory_message, run_isolated
 from ..engine.plan import CELL_OVERHEAD_COST, TaskSpec, pack
 from ..engine.runner import Progress, TaskKind, drive_tasks
 from ..store.cube import Store, check_store_path
+from ..store.lock import StoreLock
 from .runs import run_audit_batch
 from .stats import audit_bound, per_audit_alpha
 from .store import BATCH_FLOAT_VARS, POINT_FLOAT_VARS, POINT_INT_VARS, AuditStore, BatchResult
@@ -507,17 +508,28 @@ def run_audits(suite: Suite, store_path: str | Path, *, scheduler: str | None = 
                scheduler_file: str | Path | None = None, profile: str | Path | None = None,
                workers: int | None = None, backend: str = "dask", restart: bool = False,
                retry_failed: bool = True, window: int | None = None, progress: bool = True,
-               on_result: Callable[[AuditTaskResult], None] | None = None) -> AuditSummary:
+               on_result: Callable[[AuditTaskResult], None] | None = None,
+               break_lock: bool = False) -> AuditSummary:
     """Run (or resume) the audits of ``suite`` into the store at ``store_path``.
 
     The suite is planned (applicability, K, per-point alpha) before the store is touched; only
     batches not done are computed (failed ones too unless ``retry_failed`` is False); the bounds
     are then recomputed from every completed batch. ``restart`` discards the audit groups whose
-    definition changed (experiments of the same store are kept).
+    definition changed (experiments of the same store are kept). The store's writer lock
+    (:mod:`dpbench.store.lock`) is held throughout; ``break_lock`` breaks a stale one.
     """
     connection = Connection(backend, workers, scheduler, scheduler_file, profile)
     connection.check()
     plan = plan_audits(suite)
+    with StoreLock(store_path, f"dpbench audit {suite.name}", break_stale=break_lock):
+        return _audit_locked(suite, store_path, plan, connection, restart=restart,
+                             retry_failed=retry_failed, window=window, progress=progress,
+                             on_result=on_result)
+
+
+def _audit_locked(suite: Suite, store_path: str | Path, plan: AuditPlan, connection: Connection,
+                  *, restart: bool, retry_failed: bool, window: int | None, progress: bool,
+                  on_result: Callable[[AuditTaskResult], None] | None) -> AuditSummary:
     if check_store_path(Path(store_path)) and not restart:  # refuse before writing anything
         AuditStore(Store.open(store_path)).check_matches(suite.audits, suite.root_seed)
     store = Store.prepare(store_path, dataclasses.replace(suite, experiments=()))

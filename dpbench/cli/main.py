@@ -49,6 +49,9 @@ def _add_run_options(r: argparse.ArgumentParser, restart_help: str) -> None:
                         "--cluster, LocalCluster (docs/clusters.md)")
     r.add_argument("--cluster", default=None, metavar="PROFILE.yaml", help="cluster profile file")
     r.add_argument("--restart", action="store_true", help=restart_help)
+    r.add_argument("--break-lock", action="store_true",
+                   help="break the store's writer lock when it is stale (its holder no longer "
+                        "runs); a live holder is never broken (docs/reliability.md)")
     r.add_argument("--no-retry-failed", action="store_true",
                    help="on resume, leave failed cells as they are")
     r.add_argument("--quiet", action="store_true", help="no progress bar or tables")
@@ -123,7 +126,8 @@ def _cmd_run(args: argparse.Namespace) -> int:
     summary = run_suite(suite, args.store, scheduler=args.scheduler,
                         scheduler_file=args.scheduler_file, profile=args.cluster,
                         workers=args.workers, backend=args.backend, restart=args.restart,
-                        retry_failed=not args.no_retry_failed, progress=not args.quiet)
+                        retry_failed=not args.no_retry_failed, progress=not args.quiet,
+                        break_lock=args.break_lock)
     if not args.quiet:
         print_tables(*(results_table(args.store, e.name) for e in suite.experiments))
     total = {k: sum(getattr(c, k) for c in summary.counts.values())
@@ -175,7 +179,8 @@ def _cmd_audit(args: argparse.Namespace) -> int:
     summary = run_audits(suite, args.store, scheduler=args.scheduler,
                          scheduler_file=args.scheduler_file, profile=args.cluster,
                          workers=args.workers, backend=args.backend, restart=args.restart,
-                         retry_failed=not args.no_retry_failed, progress=not args.quiet)
+                         retry_failed=not args.no_retry_failed, progress=not args.quiet,
+                         break_lock=args.break_lock)
     if not args.quiet:
         print_tables(audit_table(summary.results))
     for line in summary_lines(summary):

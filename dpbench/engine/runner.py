@@ -24,6 +24,7 @@ import numpy as np
 from ..config.suite import Suite
 from ..core.schema import DONE, FAILED, FLOAT_VARS, ChunkResult
 from ..store.cube import Counts, Store, check_store_path
+from ..store.lock import StoreLock
 from .backends import Connection, open_backend
 from .backends.base import TaskFailed
 from .cells import TaskResult, run_task
@@ -181,17 +182,29 @@ def run_suite(suite: Suite, store_path: str | Path, *, scheduler: str | None = N
               backend: str = "dask",
               restart: bool = False, retry_failed: bool = True, window: int | None = None,
               progress: bool = True, on_result: Callable[[TaskResult], None] | None = None,
-              ) -> RunSummary:
+              break_lock: bool = False) -> RunSummary:
     """Run (or resume) ``suite`` into the store at ``store_path``.
 
     The suite is validated and planned before the store is touched. Only cells that are pending
-    (and failed ones, unless ``retry_failed`` is False) are computed.
+    (and failed ones, unless ``retry_failed`` is False) are computed. The store's writer lock
+    (:mod:`dpbench.store.lock`) is held from before the store is created to the end;
+    ``break_lock`` breaks a stale one.
     """
     connection = Connection(backend, workers, scheduler, scheduler_file, profile)
     connection.check()
     # Instantiating every cell's problem and algorithm validates parameter combinations that only
     # occur at some grid points, before the store is touched.
     planned = {exp.name: expand(suite, exp) for exp in suite.experiments}
+    with StoreLock(store_path, f"dpbench run {suite.name}", break_stale=break_lock):
+        return _run_locked(suite, store_path, planned, connection, restart=restart,
+                           retry_failed=retry_failed, window=window, progress=progress,
+                           on_result=on_result)
+
+
+def _run_locked(suite: Suite, store_path: str | Path, planned: dict[str, Any],
+                connection: Connection, *, restart: bool, retry_failed: bool,
+                window: int | None, progress: bool,
+                on_result: Callable[[TaskResult], None] | None) -> RunSummary:
     resuming = check_store_path(Path(store_path)) and not restart
     store = Store.prepare(store_path, suite, restart=restart)
     chunks, not_applicable = [], []

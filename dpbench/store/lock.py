@@ -1,0 +1,265 @@
+"""One writer per store: an exclusive lock file inside the store directory.
+
+``dpbench run`` and ``dpbench audit`` take the lock before they create or change anything in a
+store and hold it until they return; a second writer on the same store is refused at once (exit
+2, naming the holder) instead of racing the first one (docs/reliability.md, 'One writer per
+store'). Readers (``status``, ``report``) never take it.
+
+The lock is the file :data:`LOCK_NAME` created with ``O_CREAT | O_EXCL`` (atomic on a local or
+NFSv3+ file system): it records the holder's host, pid, the pid's start time (so a recycled pid
+is not mistaken for the holder), the command and a heartbeat refreshed every
+:data:`HEARTBEAT_S` seconds by a daemon thread. A lock is **stale** when its holder is on this
+host and no longer runs, or when its heartbeat is older than :data:`STALE_AFTER_S` seconds (a
+holder on another host that died); a stale lock is reported as such and broken only when the
+user asks (``--break-lock``). Nothing in the lock file is executed: it is parsed as JSON and its
+values are only printed and compared.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import threading
+import time
+import uuid
+from dataclasses import asdict, dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+from types import TracebackType
+
+from ..core.errors import StoreError
+
+__all__ = ["HEARTBEAT_S", "LOCK_NAME", "STALE_AFTER_S", "LockHolder", "StoreLock", "StoreLocked",
+           "read_holder"]
+
+LOCK_NAME = "dpbench.lock"
+#: Seconds between heartbeats of a holder.
+HEARTBEAT_S = 10.0
+#: A lock whose heartbeat is older than this (and whose holder cannot be checked locally) is stale.
+STALE_AFTER_S = 120.0
+#: Largest lock file read (a lock file is a few hundred bytes; anything bigger is not ours).
+_MAX_LOCK_BYTES = 65536
+
+
+class StoreLocked(StoreError):
+    """The store is locked by another writer (exit 2)."""
+
+
+def _pid_start(pid: int) -> str:
+    """The start time of ``pid`` in clock ticks since boot (Linux ``/proc``), "" when unknown."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return ""
+    fields = stat[stat.rfind(")") + 2:].split()
+    return fields[19] if len(fields) > 19 else ""
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _utc(ts: float) -> str:
+    return datetime.fromtimestamp(ts, timezone.utc).isoformat(timespec="seconds")
+
+
+@dataclass
+class LockHolder:
+    """What a lock file says about its holder."""
+
+    host: str
+    pid: int
+    pid_start: str
+    started: float
+    heartbeat: float
+    command: str
+    token: str
+
+    def describe(self) -> str:
+        return (f"{self.command or 'a dpbench writer'} (host {self.host}, pid {self.pid}, "
+                f"started {_utc(self.started)}, last heartbeat {_utc(self.heartbeat)})")
+
+    def stale_reason(self, now: float | None = None) -> str | None:
+        """Why the holder is gone, or None when it may still be writing."""
+        now = time.time() if now is None else now
+        if self.host == socket.gethostname():
+            if not _pid_alive(self.pid):
+                return f"its process {self.pid} on this host no longer runs"
+            if self.pid_start and _pid_start(self.pid) not in ("", self.pid_start):
+                return f"pid {self.pid} on this host now belongs to another process"
+            return None
+        if now - self.heartbeat > STALE_AFTER_S:
+            return (f"its heartbeat is {now - self.heartbeat:.0f} s old (more than "
+                    f"{STALE_AFTER_S:.0f} s)")
+        return None
+
+
+def read_holder(lock: Path) -> LockHolder | None:
+    """The holder recorded in ``lock``; None when the file is absent, partly written or not a
+    dpbench lock (values are type-checked, never evaluated)."""
+    try:
+        with open(lock, "rb") as fh:
+            raw = fh.read(_MAX_LOCK_BYTES + 1)
+    except OSError:
+        return None
+    if len(raw) > _MAX_LOCK_BYTES:
+        return None
+    try:
+        doc = json.loads(raw.decode("utf-8"))
+        holder = LockHolder(str(doc["host"]), int(doc["pid"]), str(doc.get("pid_start", "")),
+                            float(doc["started"]), float(doc["heartbeat"]),
+                            str(doc.get("command", ""))[:500], str(doc["token"]))
+    except (ValueError, KeyError, TypeError, UnicodeDecodeError):
+        return None
+    return holder
+
+
+class StoreLock:
+    """The writer lock of the store at ``path`` (a context manager; see the module docstring).
+
+    ``break_stale=True`` removes a stale lock before taking it; a live holder is never broken.
+    """
+
+    def __init__(self, path: str | Path, command: str = "", *, break_stale: bool = False,
+                 heartbeat_s: float = HEARTBEAT_S):
+        self.path = Path(path)
+        self.lock = self.path / LOCK_NAME
+        self.command = command
+        self.break_stale = break_stale
+        self.heartbeat_s = heartbeat_s
+        now = time.time()
+        self.holder = LockHolder(socket.gethostname(), os.getpid(), _pid_start(os.getpid()), now,
+                                 now, command, uuid.uuid4().hex)
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._created_dir = False
+        self.broken: LockHolder | None = None
+
+    # --- acquiring ----------------------------------------------------------------------------
+    def _try_create(self) -> bool:
+        try:
+            fd = os.open(self.lock, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
+        except FileExistsError:
+            return False
+        with os.fdopen(fd, "w") as fh:
+            fh.write(json.dumps(asdict(self.holder)))
+            fh.flush()
+            os.fsync(fh.fileno())
+        return True
+
+    def _refuse(self, message: str) -> None:
+        if self._created_dir:
+            try:
+                self.path.rmdir()  # only if still empty: nothing is left behind
+            except OSError:
+                pass
+        raise StoreLocked(message)
+
+    def acquire(self) -> StoreLock:
+        if self.path.exists() and not self.path.is_dir():
+            raise StoreError(f"store path {str(self.path)!r} is a file, not a dpbench store; "
+                             "choose a new path or an existing store directory")
+        self._created_dir = not self.path.exists()
+        try:
+            self.path.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise StoreError(f"cannot create the store directory {str(self.path)!r}: "
+                             f"{exc.strerror or exc}") from exc
+        for _ in range(2):
+            try:
+                if self._try_create():
+                    self._start_heartbeat()
+                    return self
+            except OSError as exc:
+                self._refuse(f"cannot write the lock file {str(self.lock)!r} of store "
+                             f"{str(self.path)!r}: {exc.strerror or exc}")
+            holder = self._wait_for_holder()
+            if holder is None:
+                self._refuse(
+                    f"store {str(self.path)!r} has a lock file {LOCK_NAME!r} that is not a "
+                    "dpbench lock (or is being written); remove it by hand if no dpbench command "
+                    "is writing this store")
+            assert holder is not None
+            reason = holder.stale_reason()
+            if reason is None:
+                self._refuse(f"store {str(self.path)!r} is being written by {holder.describe()}; "
+                             "one writer per store: wait for it to finish, or use another "
+                             "--store")
+            if not self.break_stale:
+                self._refuse(f"store {str(self.path)!r} is locked by {holder.describe()}, but "
+                             f"the lock is stale ({reason}); pass --break-lock to break it and "
+                             "resume")
+            self._break(holder)
+        self._refuse(f"store {str(self.path)!r}: another writer took the lock while a stale one "
+                     "was being broken; try again")
+        raise AssertionError("unreachable")
+
+    def _wait_for_holder(self) -> LockHolder | None:
+        """The holder, allowing a just-created lock file a moment to be written."""
+        for _ in range(20):
+            holder = read_holder(self.lock)
+            if holder is not None or not self.lock.exists():
+                return holder
+            time.sleep(0.05)
+        return None
+
+    def _break(self, holder: LockHolder) -> None:
+        aside = self.lock.with_name(f"{LOCK_NAME}.broken-{uuid.uuid4().hex}")
+        try:
+            os.rename(self.lock, aside)  # atomic: only one breaker moves this very file
+        except FileNotFoundError:
+            return
+        moved = read_holder(aside)
+        if moved is not None and moved.token != holder.token:  # a new holder slipped in: restore
+            os.rename(aside, self.lock)
+            return
+        aside.unlink(missing_ok=True)
+        self.broken = holder
+
+    # --- holding ------------------------------------------------------------------------------
+    def _start_heartbeat(self) -> None:
+        self._thread = threading.Thread(target=self._beat, name="dpbench-store-lock",
+                                        daemon=True)
+        self._thread.start()
+
+    def _beat(self) -> None:
+        while not self._stop.wait(self.heartbeat_s):
+            current = read_holder(self.lock)
+            if current is None:
+                continue  # moved aside for a moment by a breaker that will put it back
+            if current.token != self.holder.token:
+                return  # broken and taken by someone else: stop touching it
+            self.holder.heartbeat = time.time()
+            tmp = self.lock.with_name(f"{LOCK_NAME}.{self.holder.token}.tmp")
+            try:
+                tmp.write_text(json.dumps(asdict(self.holder)))
+                os.replace(tmp, self.lock)
+            except OSError:
+                tmp.unlink(missing_ok=True)
+
+    def release(self) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+        current = read_holder(self.lock)
+        if current is not None and current.token == self.holder.token:
+            self.lock.unlink(missing_ok=True)
+        if self._created_dir:
+            try:
+                self.path.rmdir()  # a writer that created nothing leaves nothing behind
+            except OSError:
+                pass
+
+    def __enter__(self) -> StoreLock:
+        return self.acquire()
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        self.release()
