@@ -13,7 +13,12 @@ Precedence (first match wins; ``docs/clusters.md``):
 ``--workers 0`` (without 1-4) runs inline, without dask (for debugging); ``--backend
 processes`` uses a pool of local processes instead of dask.
 
-A profile names a cluster-manager class the dask-ctl way::
+A profile names a cluster-manager class the dask-ctl way, from an allow-list of modules
+(:data:`CLUSTER_MODULES`: distributed, dask-jobqueue, dask-kubernetes, dask-cloudprovider,
+dask-gateway), and the class must be a dask cluster manager (a subclass of
+``distributed.deploy.Cluster``). Nothing else a profile names is imported or called, so a profile
+cannot run arbitrary code (``module: subprocess, class: Popen`` is refused before any import).
+Placeholders left in a shipped template (``CHANGE-ME``) are errors::
 
     version: 1                      # optional
     description: ...                # optional, free text
@@ -51,6 +56,11 @@ from ..core.errors import UserInputError, did_you_mean
 from .validation import Errors, is_int
 
 _PROFILE_KEYS = ("version", "description", "cluster", "scale", "adapt", "dask_config")
+#: The modules (and their submodules) a profile may name; nothing else is ever imported.
+CLUSTER_MODULES = ("dask.distributed", "distributed", "dask_jobqueue", "dask_kubernetes",
+                   "dask_cloudprovider", "dask_gateway")
+#: Marks a value of a shipped template that the user must replace.
+PLACEHOLDER = "CHANGE-ME"
 _CLUSTER_KEYS = ("module", "class", "kwargs")
 
 #: Families of cluster managers: which ``scale``/``adapt`` keys each accepts.
@@ -150,12 +160,40 @@ def worker_lifetime(kwargs: Mapping[str, Any]) -> tuple[float | None, float]:
 
 # --- validation --------------------------------------------------------------------------------
 
+def allowed_module(module: str) -> bool:
+    """Whether ``module`` is one of :data:`CLUSTER_MODULES` or a submodule of one."""
+    return any(module == m or module.startswith(m + ".") for m in CLUSTER_MODULES)
+
+
+def is_cluster_class(obj: Any) -> bool:
+    """Whether ``obj`` is a dask cluster manager class (``distributed.deploy.Cluster``)."""
+    from distributed.deploy.cluster import Cluster
+
+    return inspect.isclass(obj) and issubclass(obj, Cluster)
+
+
 def _import_class(module: str, cls: str) -> type | None:
+    if not allowed_module(module):
+        return None
     try:
         obj = getattr(importlib.import_module(module), cls)
     except (ImportError, AttributeError):
         return None
     return obj if inspect.isclass(obj) else None
+
+
+def _placeholders(errs: Errors, path: str, value: Any) -> None:
+    """Every string of ``value`` (nested) that still holds :data:`PLACEHOLDER`."""
+    if isinstance(value, str):
+        if PLACEHOLDER.lower() in value.lower():
+            errs.add(path, f"placeholder {value!r} left in the profile: replace it with your "
+                           "site's value (docs/clusters.md)")
+    elif isinstance(value, Mapping):
+        for k, v in value.items():
+            _placeholders(errs, f"{path}.{k}", v)
+    elif isinstance(value, (list, tuple)):
+        for i, v in enumerate(value):
+            _placeholders(errs, f"{path}[{i}]", v)
 
 
 def _init_params(cls: type) -> tuple[set[str], bool]:
@@ -366,6 +404,16 @@ def _validate(raw: Any, errs: Errors) -> Profile | None:
         kwargs = {}
     if errs.items and not all(isinstance(c.get(k), str) for k in ("module", "class")):
         return None
+    if not allowed_module(c["module"]):
+        errs.add("cluster.module", f"{c['module']!r} is not a dask cluster module; allowed: "
+                                   f"{', '.join(CLUSTER_MODULES)} (or their submodules)")
+        return None
+    cls = _import_class(c["module"], c["class"])
+    if cls is not None and not is_cluster_class(cls):
+        errs.add("cluster.class", f"{c['module']}.{c['class']} is not a dask cluster manager "
+                                  "(a subclass of distributed.deploy.Cluster)")
+        return None
+    _placeholders(errs, "cluster.kwargs", kwargs)
     _check_kwargs(errs, c["module"], c["class"], kwargs)
     _check_scaling(errs, _family(c["module"]), raw.get("scale"), raw.get("adapt"))
     if isinstance(raw.get("dask_config"), dict):
@@ -397,9 +445,17 @@ def load_profile(path: str | Path) -> Profile:
 
 
 def cluster_class(prof: Profile, source: str | Path) -> type:
-    """The cluster-manager class a profile names (a clear error if it cannot be imported)."""
+    """The cluster-manager class a profile names (a clear error if it cannot be imported, or is
+    not an allowed dask cluster manager)."""
+    if not allowed_module(prof.module):
+        raise UserInputError(f"{source}: cluster.module: {prof.module!r} is not a dask cluster "
+                             f"module; allowed: {', '.join(CLUSTER_MODULES)}")
     try:
-        return getattr(importlib.import_module(prof.module), prof.cls)
+        cls = getattr(importlib.import_module(prof.module), prof.cls)
+        if not is_cluster_class(cls):
+            raise UserInputError(f"{source}: cluster.class: {prof.module}.{prof.cls} is not a "
+                                 "dask cluster manager (a subclass of distributed.deploy.Cluster)")
+        return cls
     except (ImportError, AttributeError) as exc:
         extra = _EXTRAS.get(prof.module.split(".")[0])
         hint = (f"install it with pip install 'dp-ratebench[{extra}]'" if extra

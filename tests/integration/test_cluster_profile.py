@@ -40,7 +40,14 @@ def test_run_through_the_local_profile(tiny_suite_file: Path, tmp_path: Path) ->
 @pytest.mark.parametrize("text,fragment", [
     ("cluster: {module: distributed, clas: LocalCluster}", "cluster.clas: unknown field"),
     ("clusters: {}", "a profile is a mapping with a 'cluster' field"),
-    ("cluster: {module: no_such_module_xyz, class: X}", "cannot load no_such_module_xyz.X"),
+    ("cluster: {module: no_such_module_xyz, class: X}",
+     "cluster.module: 'no_such_module_xyz' is not a dask cluster module; allowed: "),
+    ("cluster: {module: subprocess, class: Popen, kwargs: {args: 'touch PWNED', shell: true}}",
+     "cluster.module: 'subprocess' is not a dask cluster module"),
+    ("cluster: {module: distributed, class: Client}",
+     "cluster.class: distributed.Client is not a dask cluster manager"),
+    ("cluster: {module: distributed.utils, class: TimeoutError}", "is not a dask cluster manager"),
+    ("cluster: {module: distributed, class: NoSuchCluster}", "cannot load distributed.NoSuchCluster"),
     ("cluster: [1, 2]", "cluster: must be a mapping"),
     ("cluster: {module: distributed, class: LocalCluster}\nscale: 3", "scale: must be a mapping"),
 ])
@@ -53,9 +60,11 @@ def test_bad_profiles(tmp_path: Path, tiny_suite_file: Path, text: str, fragment
     assert code == 2
     assert fragment in capsys.readouterr().err
     assert not store.exists()
-    if "no_such_module" not in text:
+    assert not (tmp_path / "PWNED").exists() and not Path("PWNED").exists()
+    if "NoSuchCluster" not in text:
         with pytest.raises(UserInputError):
             load_profile(prof)
+    assert main(["profile", str(prof)]) == 2
 
 
 # --- shipped HPC / Kubernetes profiles ---------------------------------------------------------
@@ -80,10 +89,24 @@ def no_batch_system(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return log
 
 
+def _filled(tmp_path: Path, name: str) -> Path:
+    """A shipped template with its CHANGE-ME placeholders replaced, as a user would."""
+    text = (ROOT / "cluster" / f"{name}.yaml").read_text()
+    out = tmp_path / f"{name}.yaml"
+    out.write_text(text.replace("CHANGE-ME-partition", "compute")
+                   .replace("CHANGE-ME-queue", "workq").replace("CHANGE-ME-account", "proj42")
+                   .replace("CHANGE-ME/dpbench", "registry.example.org/dpbench"))
+    return out
+
+
 @pytest.mark.parametrize("name,family", [("local", "generic"), ("slurm", "jobqueue"),
                                          ("pbs", "jobqueue"), ("kubernetes", "kubernetes")])
-def test_shipped_profiles_are_valid(name: str, family: str) -> None:
-    prof = load_profile(ROOT / "cluster" / f"{name}.yaml")
+def test_shipped_profiles_are_valid_once_filled_in(name: str, family: str,
+                                                   tmp_path: Path) -> None:
+    if name != "local":  # the templates' placeholders are errors until replaced
+        with pytest.raises(ProfileError, match="placeholder 'CHANGE-ME"):
+            load_profile(ROOT / "cluster" / f"{name}.yaml")
+    prof = load_profile(_filled(tmp_path, name))
     assert prof.family == family
     if family == "jobqueue":
         assert prof.adapt == {"minimum_jobs": 0, "maximum_jobs": 10}
@@ -105,11 +128,12 @@ def _check_worker_command(script: str, walltime_s: float) -> None:
     assert 0 < life + stagger < walltime_s
 
 
-def test_slurm_job_script(capsys: pytest.CaptureFixture[str], no_batch_system: Path) -> None:
+def test_slurm_job_script(capsys: pytest.CaptureFixture[str], no_batch_system: Path,
+                          tmp_path: Path) -> None:
     pytest.importorskip("dask_jobqueue")
-    script = _job_script(capsys, ROOT / "cluster" / "slurm.yaml")
+    script = _job_script(capsys, _filled(tmp_path, "slurm"))
     for directive in ("#SBATCH -t 01:00:00", "#SBATCH --cpus-per-task=8", "#SBATCH --mem=30G",
-                      "#SBATCH -p CHANGE-ME-partition", "#SBATCH -A CHANGE-ME-account",
+                      "#SBATCH -p compute", "#SBATCH -A proj42",
                       "#SBATCH --output=dpbench-worker-%j.out"):
         assert directive in script.splitlines(), directive
     assert "source ~/venvs/dpbench/bin/activate" in script
@@ -117,21 +141,22 @@ def test_slurm_job_script(capsys: pytest.CaptureFixture[str], no_batch_system: P
     assert not no_batch_system.exists(), no_batch_system.read_text()
 
 
-def test_pbs_job_script(capsys: pytest.CaptureFixture[str], no_batch_system: Path) -> None:
+def test_pbs_job_script(capsys: pytest.CaptureFixture[str], no_batch_system: Path,
+                        tmp_path: Path) -> None:
     pytest.importorskip("dask_jobqueue")
-    script = _job_script(capsys, ROOT / "cluster" / "pbs.yaml")
+    script = _job_script(capsys, _filled(tmp_path, "pbs"))
     for directive in ("#PBS -l walltime=01:00:00", "#PBS -l select=1:ncpus=8:mem=30GB",
-                      "#PBS -q CHANGE-ME-queue", "#PBS -A CHANGE-ME-account", "#PBS -j oe"):
+                      "#PBS -q workq", "#PBS -A proj42", "#PBS -j oe"):
         assert directive in script.splitlines(), directive
     _check_worker_command(script, 3600)
     assert not no_batch_system.exists(), no_batch_system.read_text()
 
 
-def test_kubernetes_manifest(capsys: pytest.CaptureFixture[str]) -> None:
+def test_kubernetes_manifest(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     pytest.importorskip("dask_kubernetes")
     import yaml
 
-    assert main(["profile", str(ROOT / "cluster" / "kubernetes.yaml")]) == 0
+    assert main(["profile", str(_filled(tmp_path, "kubernetes"))]) == 0
     manifest = yaml.safe_load(capsys.readouterr().out.split("(nothing was created):", 1)[1])
     assert manifest["kind"] == "DaskCluster" and manifest["metadata"]["name"] == "dpbench"
     worker = manifest["spec"]["worker"]
@@ -269,7 +294,7 @@ def test_render_without_the_optional_package(tmp_path: Path,
     import dpbench.config.cluster as cluster_mod
 
     monkeypatch.setattr(cluster_mod, "_import_class", lambda module, cls: None)
-    out = render_profile(ROOT / "cluster" / "kubernetes.yaml")
+    out = render_profile(_filled(tmp_path, "kubernetes"))
     assert "not rendered" in out and "dp-ratebench[kubernetes]" in out
 
 
