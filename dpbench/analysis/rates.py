@@ -38,7 +38,7 @@ from typing import Any, overload
 import numpy as np
 import xarray as xr
 
-from ..core.errors import UserInputError
+from ..core.errors import StoreError, UserInputError
 from ..core.ratecard import RateCard
 from ..core.schema import DONE, FAILED, NOT_APPLICABLE, PENDING
 
@@ -274,7 +274,13 @@ def cell_index(dims: Sequence[str], positions: Mapping[str, int]) -> tuple[Any, 
 def _card(ds: xr.Dataset, algorithm: str) -> RateCard | None:
     info = ds.attrs.get("algorithms", {}).get(algorithm, {})
     card = info.get("rate_card")
-    return RateCard.from_dict(card) if card else None
+    if not card:
+        return None
+    try:  # a stored card is data from a shared file: checked again on the way out
+        return RateCard.from_dict(card)
+    except (ValueError, TypeError, KeyError, AttributeError) as exc:
+        raise StoreError(f"the stored rate card of {algorithm!r} is not a valid rate card "
+                         f"({str(exc)[:200]}); the store was edited or damaged") from None
 
 
 def _oracle_kind(ds: xr.Dataset, algorithm: str, problem: str) -> str:

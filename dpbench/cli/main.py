@@ -14,6 +14,7 @@ import math
 import sys
 import warnings
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 from .._version import __version__
@@ -98,6 +99,8 @@ def _add_commands(sub: Any) -> None:
                           "summary goes next to it with the same stem")
     rep.add_argument("--allow-incomplete", action="store_true",
                      help="report a store with pending or failed cells (the report lists them)")
+    rep.add_argument("--overwrite", action="store_true",
+                     help="replace output files that dpbench did not write (refused otherwise)")
 
     chk = sub.add_parser("check", help="check the suite's expected rates (expect:) against the "
                                        "fitted slopes; exit 1 unless every one agrees")
@@ -256,21 +259,24 @@ def _cmd_status(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def _write_report(store: str, output: str | None, allow_incomplete: bool) -> None:
+def _write_report(store: str, output: str | None, allow_incomplete: bool,
+                  overwrite: bool = False) -> None:
     from ..analysis.expectations import summary_line
     from ..report import default_output
-    from ..report.build import render_report, report_context
+    from ..report.build import check_output, render_report, report_context
 
+    target = Path(output) if output is not None else default_output(store)
+    check_output(target, overwrite)  # before any work: a refusal writes nothing
     context = report_context(store, allow_incomplete=allow_incomplete)
     checks = [c for e in context["experiments"] for c in e.expectations]
-    html, md = render_report(context, output if output is not None else default_output(store))
+    html, md = render_report(context, target, overwrite=overwrite)
     print(summary_line(checks) if checks else "no expected rates declared (expect:): the report "
           "shows rate-card verdicts only")
     print(f"report: {html} (summary: {md})")
 
 
 def _cmd_report(args: argparse.Namespace) -> int:
-    _write_report(args.store, args.output, args.allow_incomplete)
+    _write_report(args.store, args.output, args.allow_incomplete, args.overwrite)
     return EXIT_OK
 
 

@@ -18,7 +18,9 @@ sums, so its n-exponents drop by one here). It carries
 from __future__ import annotations
 
 import ast
+import functools
 import math
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -27,20 +29,84 @@ import numpy as np
 
 _ALLOWED_FUNCS = {"log": np.log, "sqrt": np.sqrt, "exp": np.exp, "minimum": np.minimum,
                   "maximum": np.maximum, "log1p": np.log1p}
-_ALLOWED_NODES = (ast.Expression, ast.BinOp, ast.UnaryOp, ast.Add, ast.Sub, ast.Mult, ast.Div,
-                  ast.Pow, ast.USub, ast.UAdd, ast.Call, ast.Name, ast.Load, ast.Constant)
+_ARITY = {"minimum": 2, "maximum": 2}
+_BINOPS = {ast.Add: np.add, ast.Sub: np.subtract, ast.Mult: np.multiply, ast.Div: np.divide,
+           ast.Pow: np.power}
+_UNARY = {ast.USub: np.negative, ast.UAdd: np.positive}
+
+#: Bounds of the expression grammar (rate cards are read back from stores, which are shared and
+#: downloaded: an expression is data, parsed and interpreted, never compiled or eval'd).
+MAX_EXPRESSION_CHARS = 2000
+MAX_NODES = 400
+MAX_DEPTH = 40
+MAX_LITERAL = 1e12
+_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,63}")
 
 
-def _compile(expression: str) -> Any:
-    tree = ast.parse(expression, mode="eval")
-    for node in ast.walk(tree):
-        if not isinstance(node, _ALLOWED_NODES):
-            raise ValueError(f"rate expression {expression!r}: {type(node).__name__} is not allowed")
-        if isinstance(node, ast.Call) and not (
-            isinstance(node.func, ast.Name) and node.func.id in _ALLOWED_FUNCS
-        ):
-            raise ValueError(f"rate expression {expression!r}: only {sorted(_ALLOWED_FUNCS)} may be called")
-    return compile(tree, "<ratecard>", "eval")
+def _depth(node: ast.AST) -> int:
+    children = list(ast.iter_child_nodes(node))
+    return 1 + (max(_depth(c) for c in children) if children else 0)
+
+
+@functools.lru_cache(maxsize=1024)
+def _parse(expression: str) -> ast.expr:
+    """The checked syntax tree of a rate expression: arithmetic (+ − × ÷ and powers), the
+    functions of ``_ALLOWED_FUNCS``, names, and finite numeric literals, within the size bounds
+    above; :class:`ValueError` naming what is wrong otherwise."""
+    if not isinstance(expression, str):
+        raise ValueError(f"rate expression must be a string, got {type(expression).__name__}")
+    if len(expression) > MAX_EXPRESSION_CHARS:
+        raise ValueError(f"rate expression of {len(expression)} characters; at most "
+                         f"{MAX_EXPRESSION_CHARS} are allowed")
+    try:
+        tree = ast.parse(expression, mode="eval")
+    except (SyntaxError, ValueError, RecursionError, MemoryError) as exc:
+        raise ValueError(f"rate expression {expression[:80]!r} is not an arithmetic "
+                         f"expression: {exc}") from None
+    nodes = list(ast.walk(tree))
+    if len(nodes) > MAX_NODES or _depth(tree) > MAX_DEPTH:
+        raise ValueError(f"rate expression {expression[:80]!r} is too large (at most "
+                         f"{MAX_NODES} nodes, nesting depth {MAX_DEPTH})")
+    allowed = (ast.Expression, ast.BinOp, ast.UnaryOp, ast.Call, ast.Name, ast.Load,
+               ast.Constant, *_BINOPS, *_UNARY)
+    for node in nodes:
+        if not isinstance(node, allowed):
+            raise ValueError(f"rate expression {expression[:80]!r}: {type(node).__name__} is "
+                             "not allowed")
+        if isinstance(node, ast.Constant) and not (
+                type(node.value) in (int, float) and math.isfinite(node.value)
+                and abs(node.value) <= MAX_LITERAL):
+            raise ValueError(f"rate expression {expression[:80]!r}: literal {node.value!r:.40} "
+                             f"is not a finite number of magnitude <= {MAX_LITERAL:g}")
+        if isinstance(node, ast.Name) and not _NAME.fullmatch(node.id):
+            raise ValueError(f"rate expression {expression[:80]!r}: bad name {node.id[:40]!r}")
+        if isinstance(node, ast.Call):
+            fn = node.func.id if isinstance(node.func, ast.Name) else None
+            if fn not in _ALLOWED_FUNCS or node.keywords:
+                raise ValueError(f"rate expression {expression[:80]!r}: only "
+                                 f"{sorted(_ALLOWED_FUNCS)} may be called (positionally)")
+            if len(node.args) != _ARITY.get(fn, 1):
+                raise ValueError(f"rate expression {expression[:80]!r}: {fn} takes "
+                                 f"{_ARITY.get(fn, 1)} argument(s), got {len(node.args)}")
+    return tree.body
+
+
+def _interpret(node: ast.expr, env: Mapping[str, np.ndarray]) -> Any:
+    """Evaluate a checked tree on float arrays (numpy overflows to inf; nothing is compiled)."""
+    if isinstance(node, ast.Constant):
+        return np.float64(node.value)
+    if isinstance(node, ast.Name):
+        return env[node.id]
+    if isinstance(node, ast.BinOp):
+        return _BINOPS[type(node.op)](_interpret(node.left, env), _interpret(node.right, env))
+    if isinstance(node, ast.UnaryOp):
+        return _UNARY[type(node.op)](_interpret(node.operand, env))
+    assert isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
+    return _ALLOWED_FUNCS[node.func.id](*(_interpret(a, env) for a in node.args))
+
+
+def _compile(expression: str) -> ast.expr:
+    return _parse(expression)
 
 
 @dataclass(frozen=True)
@@ -65,7 +131,7 @@ class RateCard:
         """Names the expression and the cap refer to."""
         out: set[str] = set()
         for expr in (self.expression, self.cap):
-            for node in ast.walk(ast.parse(expr, mode="eval")):
+            for node in ast.walk(_parse(expr)):
                 if isinstance(node, ast.Name) and node.id not in _ALLOWED_FUNCS:
                     out.add(node.id)
         return out
@@ -75,10 +141,9 @@ class RateCard:
         needed = {n for n in missing if n in expression}
         if needed:
             raise KeyError(f"rate card needs values for {sorted(needed)}")
-        env = dict(_ALLOWED_FUNCS)
-        env.update({k: np.asarray(v, dtype=float) for k, v in values.items()})
-        with np.errstate(divide="ignore", invalid="ignore"):
-            return eval(_compile(expression), {"__builtins__": {}}, env)  # noqa: S307 (AST-checked)
+        env = {k: np.asarray(v, dtype=float) for k, v in values.items()}
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+            return _interpret(_parse(expression), env)
 
     def bound(self, **values: Any) -> Any:
         """The bound evaluated at the given axis values and constants (broadcasts over arrays)."""

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import functools
 import itertools
+import re
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -551,10 +552,54 @@ def environment() -> Environment:
     return env
 
 
+#: A name from a store may become a file name only if it is a plain identifier.
+_SAFE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.\-]{0,99}")
+_RESERVED = {"con", "prn", "aux", "nul", *(f"com{i}" for i in range(10)),
+             *(f"lpt{i}" for i in range(10))}
+
+
+def safe_file_stem(name: Any, fallback: str = "report") -> str:
+    """``name`` if it is a plain file stem (letters, digits, ``_ . -``; no separator, no leading
+    dot, not a device name, at most 100 characters), else ``fallback``. Names read from a store
+    (shared, downloaded, editable) pass through this before they become paths."""
+    text = name if isinstance(name, str) else ""
+    ok = (_SAFE_NAME.fullmatch(text) is not None and ".." not in text
+          and text.split(".")[0].lower() not in _RESERVED)
+    return text if ok else fallback
+
+
 def default_output(store_path: str | Path) -> Path:
-    """``reports/<suite name>.html`` for a store (relative to the working directory)."""
+    """``reports/<suite name>.html`` for a store (relative to the working directory); the suite
+    name read from the store is used only if it is a safe file stem (:func:`safe_file_stem`),
+    else the store directory's name, else ``report``."""
     meta = dict(Store.open(store_path).root.attrs[ROOT_KEY])
-    return Path("reports") / f"{meta.get('suite_name') or Path(store_path).stem}.html"
+    stem = safe_file_stem(meta.get("suite_name"),
+                          safe_file_stem(Path(store_path).resolve().name.removesuffix(".zarr")))
+    return Path("reports") / f"{stem}.html"
+
+
+#: What the first 2 KiB of a file dpbench wrote hold (the HTML generator tag, the Markdown title).
+_MARKERS = ('<meta name="generator" content="dpbench', "# dpbench report:")
+
+
+def _ours(path: Path) -> bool:
+    try:
+        with open(path, encoding="utf-8", errors="replace") as fh:
+            head = fh.read(2048)
+    except OSError:
+        return False
+    return any(m in head for m in _MARKERS)
+
+
+def check_output(html_path: Path, overwrite: bool = False) -> None:
+    """Refuse (exit 2) to replace a file that dpbench did not write, unless ``overwrite``."""
+    for path in (html_path, html_path.with_suffix(".md")):
+        if path.is_dir():
+            raise UserInputError(f"report output {str(path)!r} is a directory")
+        if path.exists() and not overwrite and not _ours(path):
+            raise UserInputError(
+                f"report output {str(path)!r} exists and was not written by dpbench; choose "
+                "another --output, or pass --overwrite to replace it")
 
 
 def report_context(store_path: str | Path, *, n_resamples: int = 2000,
@@ -580,14 +625,18 @@ def report_context(store_path: str | Path, *, n_resamples: int = 2000,
     return {**shared, **added}
 
 
-def render_report(context: dict[str, Any], output_html: str | Path) -> tuple[Path, Path]:
-    """Render the HTML report and its Markdown summary (same stem, ``.md``) from a context."""
+def render_report(context: dict[str, Any], output_html: str | Path, *,
+                  overwrite: bool = False) -> tuple[Path, Path]:
+    """Render the HTML report and its Markdown summary (same stem, ``.md``) from a context.
+
+    A file at either path that dpbench did not write is refused unless ``overwrite``."""
     env = environment()
     html_path = Path(output_html)
     if html_path.suffix.lower() == ".md":
         raise UserInputError(f"report output {str(html_path)!r} must be the HTML file (.html); "
                              "the Markdown summary is written next to it")
     md_path = html_path.with_suffix(".md")
+    check_output(html_path, overwrite)
     html_path.parent.mkdir(parents=True, exist_ok=True)
     registered = sections.SECTIONS
     html_path.write_text(env.get_template("report.html.j2").render(**context, sections=registered),
@@ -598,7 +647,7 @@ def render_report(context: dict[str, Any], output_html: str | Path) -> tuple[Pat
 
 
 def build_report(store_path: str | Path, output_html: str | Path, *, n_resamples: int = 2000,
-                 allow_incomplete: bool = False) -> tuple[Path, Path]:
+                 allow_incomplete: bool = False, overwrite: bool = False) -> tuple[Path, Path]:
     """Write the HTML report of the store at ``store_path`` and its Markdown summary.
 
     The HTML is one self-contained file (inline CSS, figures as base64 PNG ``data:`` URIs); the
@@ -606,8 +655,10 @@ def build_report(store_path: str | Path, output_html: str | Path, *, n_resamples
     summary. Raises :class:`~dpbench.core.errors.StoreError` for a path that is not a dpbench store
     and :class:`~dpbench.core.errors.UserInputError` for a store with pending or failed cells unless
     ``allow_incomplete`` (then the report states what is missing). Deterministic: the same
-    store gives the same bytes. Returns (html path, markdown path).
+    store gives the same bytes. A file at the output paths that dpbench did not write is refused
+    unless ``overwrite``. Returns (html path, markdown path).
     """
+    check_output(Path(output_html), overwrite)
     context = report_context(store_path, n_resamples=n_resamples,
                              allow_incomplete=allow_incomplete)
-    return render_report(context, output_html)
+    return render_report(context, output_html, overwrite=overwrite)
