@@ -13,7 +13,9 @@ balls, and a numpy fallback for every other problem. Both are deterministic for 
 consume the generator in the same order (blocks of ``BLOCK`` indices, then ``BLOCK × p`` normals),
 so they follow the same trajectory; the released points agree up to floating-point rounding
 (summation order in the kernel versus numpy), not bit for bit. ``Release.info["path"]`` records
-which one ran.
+which one ran. The privacy audit's vectorised path (:func:`noisy_sgd_chains`,
+``NoisySGD.run_batch``) runs many independent chains in one compiled loop with the same steps
+(:func:`_sgd_run_steps`); it exists on the compiled path only.
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ from typing import ClassVar
 import numpy as np
 from numba import njit
 
-from ..core.algorithm import Algorithm, Release
+from ..core.algorithm import Algorithm, BatchRelease, Release
 from ..core.errors import NotApplicable
 from ..core.params import Param
 from ..core.problem import Dataset, Problem
@@ -150,7 +152,39 @@ def project_balls(theta, centers, radii, tol, max_iter):  # type: ignore[no-unty
 
 # Not cached on disk: numba keys a first-class-function argument (the kernel's ``grad``) by its
 # address, so every process would miss the cache and append a new entry. It compiles once per
-# process and kernel instead (~2–3 s).
+# process and kernel instead (~2–3 s). The same holds for every function below taking ``grad``.
+@njit(cache=False)
+def _sgd_run_steps(grad, X, y, prm, theta, acc, g, idx, noise, t_first, m, c, sqrt_decay, clip,
+                   first_kept, centers, radii, tol, max_iter):  # type: ignore[no-untyped-def]
+    """Steps t = t_first, …, t_first + m − 1 of :func:`noisy_sgd_path`, in place on θ and ``acc``,
+    step t using the drawn row ``idx[k]`` and scaled noise ``noise[k]`` = σ·ξ, k = t − t_first.
+
+    Per step: g = ∇ℓ(θ; dᵢ) by the kernel; θ ← Π(θ − η(t)·n·min(1, L/‖g‖)·g − η(t)·σ·ξ) with
+    η(t) = c/√t or c/t; and acc += θ when t ≥ first_kept. ``g`` is a length-p scratch vector.
+    The step logic of both compiled loops, :func:`_sgd_steps` (one run) and :func:`_sgd_chains`
+    (many).
+    """
+    nf = float(X.shape[0])
+    p = theta.shape[0]
+    for k in range(m):
+        t = t_first + k
+        eta = c / math.sqrt(t) if sqrt_decay else c / t
+        grad(theta, X, y, prm, idx[k], g)
+        sq = 0.0
+        for j in range(p):
+            sq += g[j] * g[j]
+        gn = math.sqrt(sq)
+        a = eta * nf
+        if gn > clip:  # clip to the declared L (docs/bst14.md: the paper does not clip)
+            a *= clip / gn
+        for j in range(p):
+            theta[j] = theta[j] - a * g[j] - eta * noise[k, j]
+        project_balls(theta, centers, radii, tol, max_iter)
+        if t >= first_kept:
+            for j in range(p):
+                acc[j] += theta[j]
+
+
 @njit(cache=False)
 def _sgd_steps(grad, X, y, prm, rng, theta, acc, t_first, m, block, c, sqrt_decay, clip, sigma,
                first_kept, centers, radii, tol, max_iter):  # type: ignore[no-untyped-def]
@@ -160,12 +194,9 @@ def _sgd_steps(grad, X, y, prm, rng, theta, acc, t_first, m, block, c, sqrt_deca
     path: per block of ``block`` steps (always a full block), ``block`` draws
     ``rng.integers(0, n)`` and then ``block·p`` draws ``rng.standard_normal()`` (row-major), which
     is the stream of ``rng.integers(0, n, size=block)`` followed by
-    ``rng.standard_normal((block, p))``. Per step: g = ∇ℓ(θ; dᵢ) by the kernel;
-    θ ← Π(θ − η(t)·n·min(1, L/‖g‖)·g − η(t)·σ·ξ) with η(t) = c/√t or c/t; and acc += θ when
-    t ≥ first_kept.
+    ``rng.standard_normal((block, p))``. The steps are :func:`_sgd_run_steps`.
     """
     n = X.shape[0]
-    nf = float(n)
     p = theta.shape[0]
     g = np.empty(p)
     idx = np.empty(block, np.int64)
@@ -177,23 +208,45 @@ def _sgd_steps(grad, X, y, prm, rng, theta, acc, t_first, m, block, c, sqrt_deca
         for k in range(block):
             for j in range(p):
                 noise[k, j] = sigma * rng.standard_normal()
-        for t in range(t0, min(t0 + block, t_end)):
-            k = t - t0
-            eta = c / math.sqrt(t) if sqrt_decay else c / t
-            grad(theta, X, y, prm, idx[k], g)
-            sq = 0.0
+        _sgd_run_steps(grad, X, y, prm, theta, acc, g, idx, noise, t0, min(block, t_end - t0), c,
+                       sqrt_decay, clip, first_kept, centers, radii, tol, max_iter)
+
+
+@njit(cache=False)
+def _sgd_chains(grad, X, y, prm, rng, thetas, accs, t_first, m, c, sqrt_decay, clip, sigma,
+                first_kept, centers, radii, tol, max_iter):  # type: ignore[no-untyped-def]
+    """Steps t = t_first, …, t_first + m − 1 of every chain: row r of ``thetas`` (its θ) and of
+    ``accs`` (its running sum), in place, chain after chain.
+
+    Per chain it draws exactly what the m steps use, ``m`` draws ``rng.integers(0, n)`` and then
+    ``m·p`` draws ``rng.standard_normal()`` (the single-run loop draws full blocks and leaves the
+    rest of its last one unused), then runs :func:`_sgd_run_steps`: each chain has the law of
+    :func:`noisy_sgd_path` (i.i.d. uniform rows, i.i.d. N(0, σ²I) noises, the same steps).
+    """
+    n = X.shape[0]
+    p = thetas.shape[1]
+    g = np.empty(p)
+    idx = np.empty(m, np.int64)
+    noise = np.empty((m, p))
+    for r in range(thetas.shape[0]):
+        for k in range(m):
+            idx[k] = rng.integers(0, n)
+        for k in range(m):
             for j in range(p):
-                sq += g[j] * g[j]
-            gn = math.sqrt(sq)
-            a = eta * nf
-            if gn > clip:  # clip to the declared L (docs/bst14.md: the paper does not clip)
-                a *= clip / gn
-            for j in range(p):
-                theta[j] = theta[j] - a * g[j] - eta * noise[k, j]
-            project_balls(theta, centers, radii, tol, max_iter)
-            if t >= first_kept:
-                for j in range(p):
-                    acc[j] += theta[j]
+                noise[k, j] = sigma * rng.standard_normal()
+        _sgd_run_steps(grad, X, y, prm, thetas[r], accs[r], g, idx, noise, t_first, m, c,
+                       sqrt_decay, clip, first_kept, centers, radii, tol, max_iter)
+
+
+@njit(cache=True)
+def _average_rows(thetas, accs, n_kept, centers, radii,  # type: ignore[no-untyped-def]
+                  tol, max_iter):
+    """Row r of ``thetas`` ← Π_C(accs[r]/n_kept) (the averaged outputs of :func:`noisy_sgd_path`;
+    :func:`project_balls` agrees with ``constraint.project`` up to rounding)."""
+    for r in range(thetas.shape[0]):
+        for j in range(thetas.shape[1]):
+            thetas[r, j] = accs[r, j] / n_kept
+        project_balls(thetas[r], centers, radii, tol, max_iter)
 
 
 def compiled_projection(
@@ -263,18 +316,11 @@ def noisy_sgd_path(
     (always full blocks), so for a fixed ``rng`` state they give the same point up to rounding.
     Calls :func:`~dpbench.core.time_limit.checkpoint` between blocks of steps.
     """
-    if variant not in VARIANTS:
-        raise ValueError(f"variant must be one of {VARIANTS}, got {variant!r}")
-    if output not in OUTPUTS:
-        raise ValueError(f"output must be one of {OUTPUTS}, got {output!r}")
-    n, p = data.n, data.p
-    c = step_constant(variant, n=n, p=p, diameter=float(constraint.diameter),
-                      lipschitz=float(lipschitz), sigma=float(sigma),
-                      strong_convexity=float(strong_convexity))
-    theta = np.array(constraint.center(p), dtype=float)
-    first_kept = _first_kept(output, steps)
+    c, theta, first_kept = _path_setup(data, constraint=constraint, steps=steps, sigma=sigma,
+                                       lipschitz=lipschitz, variant=variant,
+                                       strong_convexity=strong_convexity, output=output)
     kernel = resolve_kernel(problem)
-    projection = compiled_projection(constraint, p)
+    projection = compiled_projection(constraint, data.p)
     if kernel is not None and projection is not None:
         acc = _compiled_loop(kernel, data, projection, theta, steps, c, variant, float(lipschitz),
                              float(sigma), first_kept, rng)
@@ -285,6 +331,67 @@ def noisy_sgd_path(
     if n_kept > 0:
         theta = constraint.project(acc / n_kept)
     return theta
+
+
+def _path_setup(data: Dataset, *, constraint: ConstraintSet, steps: int, sigma: float,
+                lipschitz: float, variant: str, strong_convexity: float,
+                output: str) -> tuple[float, np.ndarray, int]:
+    """(c, θ₁, first kept step) of :func:`noisy_sgd_path` / :func:`noisy_sgd_chains`, after
+    validating ``variant`` and ``output``."""
+    if variant not in VARIANTS:
+        raise ValueError(f"variant must be one of {VARIANTS}, got {variant!r}")
+    if output not in OUTPUTS:
+        raise ValueError(f"output must be one of {OUTPUTS}, got {output!r}")
+    n, p = data.n, data.p
+    c = step_constant(variant, n=n, p=p, diameter=float(constraint.diameter),
+                      lipschitz=float(lipschitz), sigma=float(sigma),
+                      strong_convexity=float(strong_convexity))
+    theta = np.array(constraint.center(p), dtype=float)
+    return c, theta, _first_kept(output, steps)
+
+
+def noisy_sgd_chains(
+    problem: Problem, data: Dataset, *, constraint: ConstraintSet, steps: int, sigma: float,
+    lipschitz: float, variant: str, strong_convexity: float = 0.0, output: str = "last",
+    rng: np.random.Generator, size: int,
+) -> np.ndarray | None:
+    """``size`` independent runs of :func:`noisy_sgd_path` (same arguments), as the rows of a
+    (size, p) array, all drawn from ``rng``; ``None`` when the path is not compiled
+    (:func:`uses_compiled_path` False: the numpy fallback calls ``problem.grad`` once per step at
+    one θ, which cannot be batched across chains).
+
+    One compiled call (:func:`_sgd_chains`) advances up to ``COMPILED_BLOCK // steps`` chains
+    (at least one) by up to ``COMPILED_BLOCK`` steps; ``checkpoint()`` runs between calls. The
+    steps are :func:`_sgd_run_steps`, those of the single-run loop, so each row has the law of
+    :func:`noisy_sgd_path`'s output; the rows are not equal to any single run's (a chain draws
+    only the indices and normals its steps use, not full blocks of ``BLOCK``). A deterministic
+    function of ``rng``'s state.
+    """
+    kernel = resolve_kernel(problem)
+    projection = compiled_projection(constraint, data.p)
+    if kernel is None or projection is None:
+        return None
+    c, theta, first_kept = _path_setup(data, constraint=constraint, steps=steps, sigma=sigma,
+                                       lipschitz=lipschitz, variant=variant,
+                                       strong_convexity=strong_convexity, output=output)
+    X, y = kernel_arrays(data)
+    prm = np.ascontiguousarray(kernel.prm, dtype=np.float64)
+    centers, radii, tol, max_iter = projection
+    thetas = np.tile(theta, (int(size), 1))
+    accs = np.zeros_like(thetas)
+    per_call = max(1, COMPILED_BLOCK // max(steps, 1))
+    for lo in range(0, int(size), per_call):
+        rows, sums = thetas[lo:lo + per_call], accs[lo:lo + per_call]
+        for start in range(0, steps, COMPILED_BLOCK):
+            checkpoint()
+            _sgd_chains(kernel.grad, X, y, prm, rng, rows, sums, start + 1,
+                        min(COMPILED_BLOCK, steps - start), c, variant == "lipschitz",
+                        float(lipschitz), float(sigma), first_kept, centers, radii, tol,
+                        max_iter)
+    n_kept = steps - first_kept + 1
+    if n_kept > 0:
+        _average_rows(thetas, accs, float(n_kept), centers, radii, tol, max_iter)
+    return thetas
 
 
 def _compiled_loop(kernel: LossKernel, data: Dataset,
@@ -384,6 +491,15 @@ class NoisySGD(Algorithm):
     on whether the problem has a kernel only through floating-point rounding (the kernel and numpy
     sum in different orders; the difference is ~1e-15 per step, not bit-identical).
     ``Release.info["path"]`` says which ran; version 2 introduced the compiled path.
+
+    Audit path (``run_batch``, on the compiled path only): σ, the step constant and the ledger
+    are computed once (:meth:`_noise`, :meth:`_ledger`, shared with ``run``), then
+    :func:`noisy_sgd_chains` runs ``size`` chains in one compiled loop, each from the same
+    θ₁ = ``constraint.center(p)`` with the same steps :func:`_sgd_run_steps` as ``run`` (index
+    sampling, noise, clipping, projection) and the same averaging of the output; every draw comes
+    from the one generator, so each row has the law of ``run``'s θ, not any particular run's
+    value. Without a kernel or a ball-type C it returns ``None`` and the audit loops ``run``.
+    Subclasses overriding ``run`` (the broken zoo in :mod:`dpbench.audit.zoo`) lose the path.
 
     Utility (Thm 2.4), sum scale: (1) L‖C‖ log^{3/2}(n/δ) √(p log(1/δ))/ε; (2) L² log²(n/δ) p
     log(1/δ)/(nΔε²). ``rate_card`` states them on the average scale.
@@ -518,14 +634,12 @@ class NoisySGD(Algorithm):
             return paper_noise_multiplier(n, epsilon, delta)
         return calibrate_noisy_sgd(epsilon, delta, n, self.n_steps(n))
 
-    def run(
-        self, data: Dataset, problem: Problem, *, epsilon: float, delta: float,
-        rng: np.random.Generator,
-    ) -> Release:
-        n, p = data.n, data.p
+    def _noise(self, n: int, L: float, epsilon: float, delta: float) -> tuple[int, float, float,
+                                                                              float]:
+        """(T, z, σ = 2nL·z, accounted ε) of a run at size n; raises ``NotApplicable`` when σ
+        accounts to more than the target ε (public quantities only: shared by :meth:`run` and
+        :meth:`run_batch`)."""
         T = self.n_steps(n)
-        L = float(problem.lipschitz)
-        constraint = problem.constraint
         z = self.noise_multiplier(n, epsilon, delta)
         sigma = 2.0 * n * L * z
         eps_spent = noisy_sgd_epsilon(z, n, T, delta) if T > 0 else 0.0
@@ -534,6 +648,25 @@ class NoisySGD(Algorithm):
                 f"{self.name}: the paper's σ (z={z:.4g}) accounts to ε={eps_spent:.4g} > target "
                 f"ε={epsilon:g} at n={n}, T={T}, δ={delta:g}; outside Thm 2.1's regime "
                 "(needs ε ≤ 2√log(1/δ)); use sigma_mode='accountant'")
+        return T, z, sigma, eps_spent
+
+    @staticmethod
+    def _ledger(T: int, z: float, eps_spent: float, delta: float) -> PrivacyLedger:
+        return PrivacyLedger(
+            charges=(Charge(
+                f"noisy_sgd: {T} sampled Gaussian steps (z={z:.6g})", eps_spent, delta,
+                "BST14 Thm 2.1; RDP of the sampled Gaussian (Wang–Balle–Kasiviswanathan 2019)"),),
+            epsilon=eps_spent, delta=delta, accounting=ACCOUNTING,
+        )
+
+    def run(
+        self, data: Dataset, problem: Problem, *, epsilon: float, delta: float,
+        rng: np.random.Generator,
+    ) -> Release:
+        n, p = data.n, data.p
+        L = float(problem.lipschitz)
+        constraint = problem.constraint
+        T, z, sigma, eps_spent = self._noise(n, L, epsilon, delta)
 
         theta = noisy_sgd_path(
             problem, data, constraint=constraint, steps=T, sigma=sigma, lipschitz=L,
@@ -542,12 +675,6 @@ class NoisySGD(Algorithm):
 
         # The ε for which the paper's formula would give this z (z_paper ∝ 1/ε).
         paper_eps = paper_noise_multiplier(n, 1.0, delta) / z if z > 0 else math.inf
-        ledger = PrivacyLedger(
-            charges=(Charge(
-                f"noisy_sgd: {T} sampled Gaussian steps (z={z:.6g})", eps_spent, delta,
-                "BST14 Thm 2.1; RDP of the sampled Gaussian (Wang–Balle–Kasiviswanathan 2019)"),),
-            epsilon=eps_spent, delta=delta, accounting=ACCOUNTING,
-        )
         info = {
             "variant": self.variant, "sigma_mode": self.sigma_mode, "output": self.output,
             "z": z, "sigma": sigma, "steps": T, "accounted_epsilon": eps_spent,
@@ -555,4 +682,26 @@ class NoisySGD(Algorithm):
             "path": "compiled" if uses_compiled_path(problem, constraint, p) else "numpy",
             "label": "NoisySGD-T" if self.steps is not None else "NoisySGD",
         }
-        return Release(theta=theta, ledger=ledger, grad_queries=T, iterations=T, info=info)
+        return Release(theta=theta, ledger=self._ledger(T, z, eps_spent, delta), grad_queries=T,
+                       iterations=T, info=info)
+
+    def run_batch(
+        self, data: Dataset, problem: Problem, *, epsilon: float, delta: float,
+        rng: np.random.Generator, size: int,
+    ) -> BatchRelease | None:
+        """``size`` independent runs of :meth:`run` from one calibration of σ and one compiled
+        call per ~``COMPILED_BLOCK`` steps (:func:`noisy_sgd_chains`); ``None`` (the audit then
+        loops :meth:`run` through ``release_many``) when the problem has no usable kernel or C
+        is not a ball or an intersection of balls (the numpy path: ``problem.grad`` takes one θ,
+        so it cannot be batched across chains)."""
+        if not uses_compiled_path(problem, problem.constraint, data.p):
+            return None
+        L = float(problem.lipschitz)
+        T, z, sigma, eps_spent = self._noise(data.n, L, epsilon, delta)
+        thetas = noisy_sgd_chains(
+            problem, data, constraint=problem.constraint, steps=T, sigma=sigma, lipschitz=L,
+            variant=self.variant, strong_convexity=float(problem.strong_convexity),
+            output=self.output, rng=rng, size=size)
+        if thetas is None:
+            return None
+        return BatchRelease(thetas, self._ledger(T, z, eps_spent, delta))

@@ -11,7 +11,8 @@ naming the field and the allowed values (see :mod:`dpbench.config.suite`).
 
 An entry may set its own ``runs`` and ``batch``. The default budget (neither the ``audit:``
 mapping nor the entry sets ``runs``) depends on the mechanisms: an audit whose algorithms all have
-the vectorised path ``run_batch`` gets :data:`VECTORISED_RUNS` runs per side in batches of
+the vectorised path ``run_batch`` and cost at most :data:`VECTORISED_MAX_COST` gradient
+evaluations per run at the grid's largest n and p (``Algorithm.cost``) gets :data:`VECTORISED_RUNS` runs per side in batches of
 :data:`VECTORISED_BATCH` (about a second of compute per point; the entry's ``batch`` if it sets
 one), any other audit :data:`LOOPED_RUNS` runs in batches of ``audit.batch`` (default
 :data:`LOOPED_BATCH`) (docs/audit.md, 'Budget').
@@ -28,12 +29,12 @@ from ..core.errors import UserInputError
 from ..core.params import identity_params
 from ..core.seeding import stable_hash
 from .validation import (
-    IDENT,
     AlgorithmSpec,
     Errors,
     ProblemSpec,
     check_axis,
     check_keys,
+    check_name,
     check_privacy_kind,
     is_int,
     is_real,
@@ -56,6 +57,9 @@ AUDIT_SCHEMA = 3  # 2: batch_seconds and seconds; 3: batch_profile_delta (claime
 #: Default runs per side and per cell of an audit whose mechanisms all have ``run_batch``.
 VECTORISED_RUNS = 1_000_000
 VECTORISED_BATCH = 50_000
+#: Largest per-run cost (``Algorithm.cost(n, p)``) for which the vectorised default applies: a
+#: noisy-SGD run at n = 10 costs 2·10², at n = 100 2·10⁴ (10⁶ such runs would take hours).
+VECTORISED_MAX_COST = 2_000.0
 #: Default runs per side and per cell of any other audit.
 LOOPED_RUNS = 20_000
 LOOPED_BATCH = 1_000
@@ -222,8 +226,7 @@ def _validate_audit(errs: Errors, path: str, raw: Any, settings: AuditSettings,
     n_before = len(errs.items)
     check_keys(errs, path, raw, _AUDIT_KEYS)
     name = raw.get("name")
-    if not (isinstance(name, str) and IDENT.match(name)):
-        errs.add(f"{path}.name", f"required identifier (letters, digits, _ . -), got {name!r}")
+    check_name(errs, f"{path}.name", name)
     algos = labelled(errs, f"{path}.algorithms", raw.get("algorithms"), "algorithms", "algorithm",
                       _ALGO_KEYS)
     probs = labelled(errs, f"{path}.problems", raw.get("problems"), "problems", "problem",
@@ -256,13 +259,28 @@ def _validate_audit(errs: Errors, path: str, raw: Any, settings: AuditSettings,
     if len(errs.items) > n_before or runs is None:
         return None
     if not settings.explicit and "runs" not in raw:
-        if all(s.cls._has_batch_path() for s in algo_specs):
+        if _vectorised(algo_specs, grid):
             runs, batch = VECTORISED_RUNS, int(raw.get("batch", VECTORISED_BATCH))
         runs = _check_runs(errs, f"{path}.batch", runs, batch)
         if runs is None:
             return None
     return AuditSpec(name, str(raw.get("description", "")), tuple(algo_specs), tuple(prob_specs),
                      canaries, {a: grid[a] for a in AUDIT_AXES}, runs, batch, str(expect))
+
+
+def _vectorised(algo_specs: list[AlgorithmSpec], grid: Mapping[str, list[Any]]) -> bool:
+    """Every algorithm has ``run_batch`` and a per-run cost ≤ VECTORISED_MAX_COST on the grid."""
+    n, p = max(grid["n"]), max(grid["p"])
+    for s in algo_specs:
+        if not s.cls._has_batch_path():
+            return False
+        try:
+            cost = float(s.cls(**s.params).cost(int(n), int(p)))
+        except Exception:  # a cost the plugin cannot state: not cheap enough to assume
+            return False
+        if not cost <= VECTORISED_MAX_COST:
+            return False
+    return True
 
 
 def validate_audits(errs: Errors, raw: Mapping[str, Any],

@@ -45,6 +45,7 @@ import inspect
 import json
 import os
 import re
+import socket
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -488,12 +489,48 @@ def check_scheduler_file(path: str | Path) -> str:
     return info["address"]
 
 
+#: Seconds a scheduler address is given to accept a TCP connection before the run is refused.
+SCHEDULER_PROBE_S = 10.0
+
+
+def check_scheduler_address(address: str, source: str,
+                            timeout: float = SCHEDULER_PROBE_S) -> str:
+    """``address`` if it is a dask scheduler address that accepts a connection within
+    ``timeout`` seconds (tcp/tls; other schemes are only parsed); a clear
+    :class:`UserInputError` naming ``source`` otherwise — before anything is written."""
+    from distributed.comm.addressing import parse_address, parse_host_port
+
+    example = "e.g. tcp://HOST:8786"
+    try:
+        scheme, loc = parse_address(address)
+        host, port = parse_host_port(loc) if scheme in ("tcp", "tls") else (loc, None)
+    except (ValueError, TypeError) as exc:
+        raise UserInputError(f"{source} {address!r:.200}: not a dask scheduler address ({exc}); "
+                             f"{example}") from None
+    if scheme in ("tcp", "tls"):
+        try:
+            socket.create_connection((host, int(port)), timeout=timeout).close()
+        except (OSError, ValueError, OverflowError) as exc:
+            reason = getattr(exc, "strerror", None) or str(exc) or type(exc).__name__
+            raise UserInputError(f"{source} {address!r:.200}: cannot reach the scheduler "
+                                 f"({reason}; waited at most {timeout:g} s); is it running and "
+                                 "is the address right?") from None
+    return address
+
+
 def check_cluster_source(scheduler: str | None, scheduler_file: str | Path | None) -> None:
-    """Reject contradictory options and unusable scheduler files before anything is written."""
+    """Reject contradictory options, unusable scheduler files and malformed or unreachable
+    scheduler addresses (``--scheduler``, the file's, ``DASK_SCHEDULER_ADDRESS``) before anything
+    is written."""
     if scheduler is not None and scheduler_file is not None:
         raise UserInputError("give --scheduler ADDRESS or --scheduler-file FILE, not both")
-    if scheduler_file is not None:
-        check_scheduler_file(scheduler_file)
+    if scheduler is not None:
+        check_scheduler_address(scheduler, "--scheduler")
+    elif scheduler_file is not None:
+        check_scheduler_address(check_scheduler_file(scheduler_file),
+                                f"--scheduler-file {scheduler_file}: address")
+    elif os.environ.get("DASK_SCHEDULER_ADDRESS"):
+        check_scheduler_address(os.environ["DASK_SCHEDULER_ADDRESS"], "DASK_SCHEDULER_ADDRESS")
 
 
 # --- rendering (dpbench profile) ---------------------------------------------------------------

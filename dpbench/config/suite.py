@@ -56,7 +56,9 @@ from .validation import (
     ProblemSpec,
     check_axis,
     check_keys,
+    check_name,
     check_privacy_kind,
+    has_duplicates,
     is_int,
     is_real,
     labelled,
@@ -65,6 +67,10 @@ from .validation import (
 
 SCHEMA_VERSION = 1
 CORE_AXES = ("n", "p", "epsilon", "delta")
+#: Upper bounds of the per-cell limits (a larger value is a typo, and overflows timers).
+MAX_CELL_TIMEOUT_S = 7 * 24 * 3600.0
+MAX_CELL_MEMORY_MB = 1e6
+
 _TOP_KEYS = ("name", "description", "root_seed", "seeds", "cell_timeout_s", "cell_memory_mb",
              "experiments", "audit", "audits")
 _EXP_KEYS = ("name", "description", "seeds", "problems", "algorithms", "grid", "expect")
@@ -232,8 +238,7 @@ def _validate_experiment(errs: Errors, path: str, raw: Any, default_seeds: int,
     check_keys(errs, path, raw, _EXP_KEYS)
     n_before = len(errs.items)
     name = raw.get("name")
-    if not (isinstance(name, str) and IDENT.match(name)):
-        errs.add(f"{path}.name", f"required identifier (letters, digits, _ . -), got {name!r}")
+    check_name(errs, f"{path}.name", name)
     seeds = raw.get("seeds", default_seeds)
     if not (is_int(seeds) and seeds >= 1):
         errs.add(f"{path}.seeds", f"must be an integer >= 1, got {seeds!r}")
@@ -271,8 +276,9 @@ def _validate_experiment(errs: Errors, path: str, raw: Any, default_seeds: int,
         if not values:
             errs.add(where, "empty grid; give at least one value")
             continue
-        if len(set(map(repr, values))) != len(values):
-            errs.add(where, f"duplicate values in {values!r}")
+        if has_duplicates(values):
+            errs.add(where, f"duplicate values in {values!r} (compared as numbers: 1 and 1.0 "
+                            "are the same value)")
             continue
         if probs and all(axis in cls.params for _, _, _, cls in probs):
             routing[axis] = "problem"
@@ -430,8 +436,7 @@ def parse_suite(text: str, source: str = "<suite>") -> Suite:
         raise SuiteError(source, ["the suite must be a YAML mapping with name and experiments"])
     check_keys(errs, "", raw, _TOP_KEYS)
     name = raw.get("name")
-    if not (isinstance(name, str) and IDENT.match(name)):
-        errs.add("name", f"required identifier (letters, digits, _ . -), got {name!r}")
+    check_name(errs, "name", name, group=False)
     root_seed = raw.get("root_seed", 0)
     if not (is_int(root_seed) and root_seed >= 0):
         errs.add("root_seed", f"must be an integer >= 0, got {root_seed!r}")
@@ -441,11 +446,13 @@ def parse_suite(text: str, source: str = "<suite>") -> Suite:
         errs.add("seeds", f"must be an integer >= 1, got {seeds!r}")
         seeds = 1
     timeout = raw.get("cell_timeout_s")
-    if timeout is not None and not (is_real(timeout) and timeout > 0):
-        errs.add("cell_timeout_s", f"must be a number of seconds > 0, got {timeout!r}")
+    if timeout is not None and not (is_real(timeout) and 0 < timeout <= MAX_CELL_TIMEOUT_S):
+        errs.add("cell_timeout_s", f"must be a number of seconds in (0, {MAX_CELL_TIMEOUT_S:g}] "
+                                   f"(7 days), got {timeout!r}")
     memory = raw.get("cell_memory_mb")
-    if memory is not None and not (is_real(memory) and memory > 0):
-        errs.add("cell_memory_mb", f"must be a number of megabytes > 0, got {memory!r}")
+    if memory is not None and not (is_real(memory) and 0 < memory <= MAX_CELL_MEMORY_MB):
+        errs.add("cell_memory_mb", f"must be a number of megabytes in (0, "
+                                   f"{MAX_CELL_MEMORY_MB:g}] (1 TB), got {memory!r}")
     exps_raw = raw.get("experiments")
     experiments: list[Experiment] = []
     if "audits" in raw and exps_raw in (None, []):

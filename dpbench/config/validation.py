@@ -19,6 +19,50 @@ from ..core.errors import UserInputError, did_you_mean
 
 IDENT = re.compile(r"^[A-Za-z][A-Za-z0-9_.\-]*$")
 
+#: Names that would collide with a store's own files, or with device names.
+RESERVED_NAMES = frozenset({"zarr.json", "dpbench.lock", "con", "prn", "aux", "nul",
+                            *(f"com{i}" for i in range(10)), *(f"lpt{i}" for i in range(10))})
+#: Store groups dpbench itself uses (not allowed as experiment or audit names).
+RESERVED_GROUPS = frozenset({"audit"})
+MAX_NAME_CHARS = 100
+
+
+def check_name(errs: Errors, path: str, name: Any, group: bool = True) -> bool:
+    """A suite, experiment or audit name: an identifier (letters, digits, ``_ . -``, starting
+    with a letter) of at most 100 characters that is not reserved (:data:`RESERVED_NAMES`, also
+    with an extension, e.g. ``nul.txt``; nothing ending in ``.json``; for a ``group`` name also
+    :data:`RESERVED_GROUPS`): names become zarr groups and report files."""
+    if not (isinstance(name, str) and IDENT.match(name) and len(name) <= MAX_NAME_CHARS):
+        errs.add(path, f"required identifier (letters, digits, _ . -; at most {MAX_NAME_CHARS} "
+                       f"characters), got {_short(name)}")
+        return False
+    low = name.lower()
+    reserved = RESERVED_NAMES | (RESERVED_GROUPS if group else frozenset())
+    if low in reserved or low.split(".")[0] in reserved or low.endswith(".json"):
+        errs.add(path, f"{name!r} is reserved (a store file, group or device name); not allowed: "
+                       f"zarr.json, dpbench.lock, *.json{', audit' if group else ''}, CON, PRN, "
+                       "AUX, NUL, COM0-9, LPT0-9")
+        return False
+    return True
+
+
+def _short(value: Any, limit: int = 80) -> str:
+    """``repr(value)`` cut to ``limit`` characters (error messages never echo huge values)."""
+    text = repr(value)
+    return text if len(text) <= limit else f"{text[:limit]}… ({len(text)} characters)"
+
+
+def canonical(value: Any) -> Any:
+    """The value two grid entries are compared by: numbers (not bools) as floats, so 1 and 1.0
+    are duplicates; anything else by its repr."""
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return float(value)
+    return repr(value)
+
+
+def has_duplicates(values: list[Any]) -> bool:
+    return len({canonical(v) for v in values}) != len(values)
+
 
 @dataclass(frozen=True)
 class PluginSpec:
@@ -86,8 +130,9 @@ def check_axis(errs: Errors, path: str, axis: str, values: Any) -> list[Any] | N
             errs.add(where, f"epsilon must be a finite number > 0, got {v!r}"); ok = False
         elif axis == "delta" and not (is_real(v) and 0 <= v < 1):
             errs.add(where, f"delta must be a number in [0, 1), got {v!r}"); ok = False
-    if len(set(map(repr, values))) != len(values):
-        errs.add(path, f"duplicate values in {values!r}"); ok = False
+    if has_duplicates(values):
+        errs.add(path, f"duplicate values in {_short(values)} (compared as numbers: 1 and 1.0 "
+                       "are the same value)"); ok = False
     if not ok:
         return None
     if axis in ("epsilon", "delta"):

@@ -58,7 +58,6 @@ from ..core.schema import (
     check_version,
 )
 from ..core.seeding import stable_hash
-from .lock import LOCK_NAME
 
 ROOT_KEY = "dpbench_store"
 EXP_KEY = "dpbench_experiment"
@@ -155,7 +154,7 @@ def check_store_path(path: Path) -> bool:
                          "choose a new path or an existing store directory")
     if _is_store(path):
         return True
-    if any(p.name != LOCK_NAME for p in path.iterdir()):
+    if any(path.iterdir()):
         raise StoreError(f"store path {str(path)!r} holds something else (a non-empty directory "
                          "that is not a dpbench store); choose a new path or an existing store")
     return False
@@ -205,10 +204,8 @@ class Store:
         """
         path = Path(path)
         exists = check_store_path(path)
-        if exists and restart:  # everything but the writer lock (held by the caller)
-            for child in path.iterdir():
-                if child.name != LOCK_NAME:
-                    shutil.rmtree(child) if child.is_dir() else child.unlink()
+        if exists and restart:
+            shutil.rmtree(path)
             exists = False
         if exists:
             root = zarr.open_group(str(path), mode="r+")
@@ -217,8 +214,7 @@ class Store:
             store._check_matches(suite)
         else:
             path.mkdir(parents=True, exist_ok=True)
-            # "a", not "w": "w" would clear the directory, the writer lock included
-            root = zarr.open_group(str(path), mode="a", zarr_format=3)
+            root = zarr.open_group(str(path), mode="w", zarr_format=3)
             root.attrs[ROOT_KEY] = {"schema": SCHEMA_VERSION, "created_utc": _now(),
                                     "dpbench_version": __version__}
             store = cls(path, root)

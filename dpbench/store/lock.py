@@ -5,8 +5,9 @@ store and hold it until they return; a second writer on the same store is refuse
 2, naming the holder) instead of racing the first one (docs/reliability.md, 'One writer per
 store'). Readers (``status``, ``report``) never take it.
 
-The lock is the file :data:`LOCK_NAME` created with ``O_CREAT | O_EXCL`` (atomic on a local or
-NFSv3+ file system): it records the holder's host, pid, the pid's start time (so a recycled pid
+The lock is the file ``<store>.lock`` next to the store directory (:func:`lock_path`; outside it,
+so that zarr never lists it and ``--restart`` never deletes it), created with
+``O_CREAT | O_EXCL`` (atomic on a local or NFSv3+ file system): it records the holder's host, pid, the pid's start time (so a recycled pid
 is not mistaken for the holder), the command and a heartbeat refreshed every
 :data:`HEARTBEAT_S` seconds by a daemon thread. A lock is **stale** when its holder is on this
 host and no longer runs, or when its heartbeat is older than :data:`STALE_AFTER_S` seconds (a
@@ -30,10 +31,10 @@ from types import TracebackType
 
 from ..core.errors import StoreError
 
-__all__ = ["HEARTBEAT_S", "LOCK_NAME", "STALE_AFTER_S", "LockHolder", "StoreLock", "StoreLocked",
-           "read_holder"]
+__all__ = ["HEARTBEAT_S", "LOCK_SUFFIX", "STALE_AFTER_S", "LockHolder", "StoreLock", "StoreLocked",
+           "lock_path", "read_holder"]
 
-LOCK_NAME = "dpbench.lock"
+LOCK_SUFFIX = ".lock"
 #: Seconds between heartbeats of a holder.
 HEARTBEAT_S = 10.0
 #: A lock whose heartbeat is older than this (and whose holder cannot be checked locally) is stale.
@@ -64,6 +65,12 @@ def _pid_alive(pid: int) -> bool:
     except PermissionError:
         return True
     return True
+
+
+def lock_path(store: str | Path) -> Path:
+    """The lock file of the store at ``store``: ``<store>.lock`` in the same directory."""
+    path = Path(store).absolute()
+    return path.with_name(path.name + LOCK_SUFFIX)
 
 
 def _utc(ts: float) -> str:
@@ -130,7 +137,7 @@ class StoreLock:
     def __init__(self, path: str | Path, command: str = "", *, break_stale: bool = False,
                  heartbeat_s: float = HEARTBEAT_S):
         self.path = Path(path)
-        self.lock = self.path / LOCK_NAME
+        self.lock = lock_path(self.path)
         self.command = command
         self.break_stale = break_stale
         self.heartbeat_s = heartbeat_s
@@ -139,7 +146,6 @@ class StoreLock:
                                  now, command, uuid.uuid4().hex)
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
-        self._created_dir = False
         self.broken: LockHolder | None = None
 
     # --- acquiring ----------------------------------------------------------------------------
@@ -155,22 +161,16 @@ class StoreLock:
         return True
 
     def _refuse(self, message: str) -> None:
-        if self._created_dir:
-            try:
-                self.path.rmdir()  # only if still empty: nothing is left behind
-            except OSError:
-                pass
         raise StoreLocked(message)
 
     def acquire(self) -> StoreLock:
         if self.path.exists() and not self.path.is_dir():
             raise StoreError(f"store path {str(self.path)!r} is a file, not a dpbench store; "
                              "choose a new path or an existing store directory")
-        self._created_dir = not self.path.exists()
         try:
-            self.path.mkdir(parents=True, exist_ok=True)
+            self.lock.parent.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
-            raise StoreError(f"cannot create the store directory {str(self.path)!r}: "
+            raise StoreError(f"cannot create the directory of store {str(self.path)!r}: "
                              f"{exc.strerror or exc}") from exc
         for _ in range(2):
             try:
@@ -183,7 +183,7 @@ class StoreLock:
             holder = self._wait_for_holder()
             if holder is None:
                 self._refuse(
-                    f"store {str(self.path)!r} has a lock file {LOCK_NAME!r} that is not a "
+                    f"store {str(self.path)!r} has a lock file {str(self.lock)!r} that is not a "
                     "dpbench lock (or is being written); remove it by hand if no dpbench command "
                     "is writing this store")
             assert holder is not None
@@ -211,7 +211,7 @@ class StoreLock:
         return None
 
     def _break(self, holder: LockHolder) -> None:
-        aside = self.lock.with_name(f"{LOCK_NAME}.broken-{uuid.uuid4().hex}")
+        aside = self.lock.with_name(f"{self.lock.name}.broken-{uuid.uuid4().hex}")
         try:
             os.rename(self.lock, aside)  # atomic: only one breaker moves this very file
         except FileNotFoundError:
@@ -237,7 +237,7 @@ class StoreLock:
             if current.token != self.holder.token:
                 return  # broken and taken by someone else: stop touching it
             self.holder.heartbeat = time.time()
-            tmp = self.lock.with_name(f"{LOCK_NAME}.{self.holder.token}.tmp")
+            tmp = self.lock.with_name(f"{self.lock.name}.{self.holder.token}.tmp")
             try:
                 tmp.write_text(json.dumps(asdict(self.holder)))
                 os.replace(tmp, self.lock)
@@ -251,11 +251,6 @@ class StoreLock:
         current = read_holder(self.lock)
         if current is not None and current.token == self.holder.token:
             self.lock.unlink(missing_ok=True)
-        if self._created_dir:
-            try:
-                self.path.rmdir()  # a writer that created nothing leaves nothing behind
-            except OSError:
-                pass
 
     def __enter__(self) -> StoreLock:
         return self.acquire()

@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 
 from dpbench.store.cube import ROOT_KEY, Store
+from dpbench.store.lock import lock_path
 
 pytestmark = pytest.mark.slow
 
@@ -40,7 +41,7 @@ def _check_store(store: Path, proceeded: int) -> None:
     assert (counts.done, counts.total) == (6, 6)
     runs = json.loads((store / "zarr.json").read_text())["attributes"][ROOT_KEY]["runs"]
     assert len(runs) == proceeded, runs
-    assert not (store / "dpbench.lock").exists()
+    assert not lock_path(store).exists()
 
 
 def _cli(args: list[str], barrier: mp.synchronize.Barrier, out: mp.Queue) -> None:  # type: ignore[name-defined]

@@ -159,3 +159,13 @@ def test_an_entry_sets_its_own_batch_and_a_global_batch_keeps_the_vectorised_def
     with pytest.raises(SuiteError, match=r"audits\[0\]\.batch"):
         parse_suite(_suite("[{algorithm: output_perturbation}]").replace(
             "    canaries: [sphere]", "    canaries: [sphere]\n    batch: 3"))
+
+
+def test_the_vectorised_default_needs_cheap_runs() -> None:
+    """noisy_sgd has run_batch, but a run at n = 100 costs T·p = 2·10⁴ gradient evaluations."""
+    small = parse_suite(_suite("[{algorithm: noisy_sgd}]").replace(
+        "delta: [0.0]", "delta: [1.0e-5]")).audits[0]
+    assert small.runs == VECTORISED_RUNS
+    large = parse_suite(_suite("[{algorithm: noisy_sgd}]").replace(
+        "delta: [0.0]", "delta: [1.0e-5]").replace("n: [10]", "n: [10, 100]")).audits[0]
+    assert large.runs == LOOPED_RUNS

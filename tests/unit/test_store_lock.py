@@ -14,17 +14,18 @@ from pathlib import Path
 import pytest
 
 from dpbench.core.errors import StoreError
-from dpbench.store.lock import LOCK_NAME, STALE_AFTER_S, StoreLock, StoreLocked, read_holder
+from dpbench.store.lock import STALE_AFTER_S, StoreLock, StoreLocked, lock_path, read_holder
 
 
 def test_lock_file_records_the_holder_and_is_removed_on_release(tmp_path: Path) -> None:
     store = tmp_path / "s.zarr"
     with StoreLock(store, "dpbench run x") as lock:
-        doc = json.loads((store / LOCK_NAME).read_text())
+        assert lock.lock == tmp_path / "s.zarr.lock"  # beside the store: zarr never lists it
+        doc = json.loads(lock.lock.read_text())
         assert doc["host"] == socket.gethostname() and doc["pid"] == os.getpid()
         assert doc["command"] == "dpbench run x" and doc["token"] == lock.holder.token
-    assert not (store / LOCK_NAME).exists()
-    assert not store.exists()  # it created the directory and wrote nothing else: removed
+    assert not lock_path(store).exists()
+    assert not store.exists()  # the lock alone creates no store
 
 
 def test_a_second_writer_is_refused_naming_the_holder(tmp_path: Path) -> None:
@@ -45,11 +46,10 @@ def _dead_pid() -> int:
 
 
 def _plant(store: Path, **kw: object) -> None:
-    store.mkdir(parents=True, exist_ok=True)
     doc = {"host": socket.gethostname(), "pid": os.getpid(), "pid_start": "", "started": time.time(),
            "heartbeat": time.time(), "command": "dpbench run old", "token": "t0"}
     doc.update(kw)
-    (store / LOCK_NAME).write_text(json.dumps(doc))
+    lock_path(store).write_text(json.dumps(doc))
 
 
 def test_a_dead_holder_is_stale_and_broken_only_on_request(tmp_path: Path) -> None:
@@ -57,10 +57,10 @@ def test_a_dead_holder_is_stale_and_broken_only_on_request(tmp_path: Path) -> No
     _plant(store, pid=_dead_pid())
     with pytest.raises(StoreLocked, match="stale .*no longer runs.*--break-lock"):
         StoreLock(store).acquire()
-    assert read_holder(store / LOCK_NAME).token == "t0"  # untouched
+    assert read_holder(lock_path(store)).token == "t0"  # untouched
     with StoreLock(store, break_stale=True) as lock:
         assert lock.broken is not None and lock.broken.token == "t0"
-        assert read_holder(store / LOCK_NAME).token == lock.holder.token
+        assert read_holder(lock_path(store)).token == lock.holder.token
 
 
 def test_another_hosts_holder_is_stale_only_after_its_heartbeat_stops(tmp_path: Path) -> None:
@@ -79,19 +79,18 @@ def test_another_hosts_holder_is_stale_only_after_its_heartbeat_stops(tmp_path: 
 def test_a_lock_file_that_is_not_ours_is_refused_never_evaluated(tmp_path: Path,
                                                                  content: str) -> None:
     store = tmp_path / "s.zarr"
-    store.mkdir()
-    (store / LOCK_NAME).write_text(content)
+    lock_path(store).write_text(content)
     with pytest.raises(StoreLocked, match="not a dpbench lock"):
         StoreLock(store, break_stale=True).acquire()
-    assert (store / LOCK_NAME).read_text() == content
+    assert lock_path(store).read_text() == content
 
 
 def test_the_heartbeat_is_refreshed(tmp_path: Path) -> None:
     store = tmp_path / "s.zarr"
     with StoreLock(store, heartbeat_s=0.05):
-        first = read_holder(store / LOCK_NAME).heartbeat
+        first = read_holder(lock_path(store)).heartbeat
         time.sleep(0.3)
-        assert read_holder(store / LOCK_NAME).heartbeat > first
+        assert read_holder(lock_path(store)).heartbeat > first
 
 
 def test_a_file_path_is_refused(tmp_path: Path) -> None:
@@ -125,4 +124,4 @@ def test_twenty_races_have_exactly_one_winner(tmp_path: Path) -> None:
             p.join(20)
         results = sorted(out.get(timeout=5) for _ in procs)
         assert results == ["refused", "refused", "won"], (i, results)
-        assert not Path(store).exists()
+        assert not lock_path(store).exists() and not Path(store).exists()
