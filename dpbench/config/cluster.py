@@ -515,7 +515,32 @@ def check_scheduler_address(address: str, source: str,
             raise UserInputError(f"{source} {address!r:.200}: cannot reach the scheduler "
                                  f"({reason}; waited at most {timeout:g} s); is it running and "
                                  "is the address right?") from None
+        _handshake(address, source, timeout)
     return address
+
+
+def _handshake(address: str, source: str, timeout: float) -> None:
+    """A dask comm handshake with ``address`` (something that accepts TCP connections but does
+    not speak dask's protocol is refused here, not after the store is created)."""
+    import asyncio
+
+    from distributed.comm import connect
+
+    async def probe() -> None:
+        comm = await connect(address, timeout=timeout)
+        await comm.close()
+
+    try:
+        asyncio.get_running_loop()
+        return  # called from inside an event loop: the TCP check above has to do
+    except RuntimeError:
+        pass
+    try:
+        asyncio.run(asyncio.wait_for(probe(), timeout))
+    except Exception as exc:  # noqa: BLE001 (any failure means: not a usable scheduler)
+        raise UserInputError(f"{source} {address!r:.200}: does not answer as a dask scheduler "
+                             f"({type(exc).__name__}: {str(exc)[:200]}; waited at most "
+                             f"{timeout:g} s)") from None
 
 
 def check_cluster_source(scheduler: str | None, scheduler_file: str | Path | None) -> None:

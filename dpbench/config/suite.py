@@ -88,8 +88,44 @@ _ALGO_KEYS = ("algorithm", "label", "params")
 RESERVED_AXES = ("algorithm", "problem", "seed")
 
 
+#: Bounds on what a suite file may expand to (a few KB in practice): its size, the number of YAML
+#: aliases, and the number of values once every alias is expanded ("billion laughs").
+MAX_SUITE_BYTES = 1_000_000
+MAX_YAML_ALIASES = 100
+MAX_SUITE_VALUES = 100_000
+
+
 class _Loader(yaml.SafeLoader):
-    """SafeLoader that also reads ``1e-6`` (no dot) as a float, as users write it."""
+    """SafeLoader that also reads ``1e-6`` (no dot) as a float, as users write it, and refuses
+    more than :data:`MAX_YAML_ALIASES` aliases."""
+
+    def __init__(self, stream: Any) -> None:
+        super().__init__(stream)
+        self._aliases = 0
+
+    def compose_node(self, parent: Any, index: Any) -> Any:
+        if self.check_event(yaml.AliasEvent):
+            self._aliases += 1
+            if self._aliases > MAX_YAML_ALIASES:
+                raise yaml.YAMLError(f"more than {MAX_YAML_ALIASES} YAML aliases (*name)")
+        return super().compose_node(parent, index)
+
+
+def _expanded_size_ok(raw: Any, limit: int = MAX_SUITE_VALUES) -> bool:
+    """Whether ``raw`` has at most ``limit`` values with every shared (aliased) node counted once
+    per use; stops counting at the limit."""
+    count, stack = 0, [raw]
+    while stack:
+        node = stack.pop()
+        count += 1
+        if count > limit:
+            return False
+        if isinstance(node, dict):
+            stack.extend(node.keys())
+            stack.extend(node.values())
+        elif isinstance(node, list):
+            stack.extend(node)
+    return True
 
 
 _Loader.add_implicit_resolver(
@@ -427,10 +463,19 @@ def expect_variables() -> tuple[str, ...]:
 
 def parse_suite(text: str, source: str = "<suite>") -> Suite:
     """Parse and validate suite text; raise :class:`SuiteError` listing every problem found."""
+    if len(text) > MAX_SUITE_BYTES:
+        raise SuiteError(source, [f"the suite is {len(text)} characters long; at most "
+                                  f"{MAX_SUITE_BYTES} are allowed"])
     try:
         raw = yaml.load(text, Loader=_Loader)  # noqa: S506 (a SafeLoader subclass)
     except yaml.YAMLError as exc:
-        raise SuiteError(source, [f"malformed YAML: {exc}"]) from None
+        raise SuiteError(source, [f"malformed YAML: {str(exc)[:500]}"]) from None
+    except RecursionError:
+        raise SuiteError(source, ["malformed YAML: nested too deeply"]) from None
+    if not _expanded_size_ok(raw):
+        raise SuiteError(source, [f"the suite expands to more than {MAX_SUITE_VALUES} values "
+                                  "(nested YAML aliases *name copy whole lists); write it out "
+                                  "or use fewer aliases"])
     errs = Errors()
     if not isinstance(raw, dict):
         raise SuiteError(source, ["the suite must be a YAML mapping with name and experiments"])

@@ -1,0 +1,287 @@
+"""Every kind of bad input: exit 2, a message naming the field, and nothing created or changed.
+
+:data:`BAD_INPUTS` is the table of docs/reliability.md ('Bad input'): each row is a kind of bad
+input, the command it is given to, and a fragment of the message. The test runs each command
+through the CLI's ``main`` (the code of ``dpbench``), checks the exit code and the message, and
+compares a listing of the working directory (names, sizes, modification times) before and after:
+a refused command writes nothing. ``test_the_reliability_table_lists_every_row`` keeps the doc's
+table and this one equal.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+import yaml
+
+from dpbench.cli.main import main
+from dpbench.store.lock import StoreLock
+
+ROOT = Path(__file__).resolve().parents[2]
+
+GOOD = {
+    "name": "bad_input",
+    "root_seed": 1,
+    "seeds": 2,
+    "experiments": [{
+        "name": "e",
+        "problems": [{"problem": "lb_quad"}],
+        "algorithms": [{"algorithm": "output_perturbation"}],
+        "grid": {"n": [10, 20], "p": [2], "epsilon": [1.0]},
+    }],
+}
+AUDIT = {
+    "name": "bad_audit", "root_seed": 1,
+    "audit": {"runs": 200, "batch": 100},
+    "audits": [{"name": "a", "algorithms": [{"algorithm": "output_perturbation"}],
+                "problems": [{"problem": "lb_quad"}], "canaries": ["sphere"],
+                "grid": {"n": [10], "p": [2], "epsilon": [1.0], "delta": [0.0]}}],
+}
+
+
+def _exp(**kw: object) -> dict:
+    suite = json.loads(json.dumps(GOOD))
+    suite["experiments"][0].update(kw)
+    return suite
+
+
+def _grid(**kw: object) -> dict:
+    suite = json.loads(json.dumps(GOOD))
+    suite["experiments"][0]["grid"].update(kw)
+    return suite
+
+
+def _top(**kw: object) -> dict:
+    return {**json.loads(json.dumps(GOOD)), **kw}
+
+
+def _audit(**kw: object) -> dict:
+    suite = json.loads(json.dumps(AUDIT))
+    suite["audits"][0].update(kw)
+    return suite
+
+
+@dataclass(frozen=True)
+class Bad:
+    """One kind of bad input: ``suite`` (a mapping, or raw text) given to ``command`` with
+    ``args`` (``{store}``, ``{suite}``, ``{dir}`` substituted); ``setup`` prepares the directory."""
+
+    id: str
+    what: str
+    fragment: str
+    suite: dict | str | None = None
+    command: str = "run"
+    args: tuple[str, ...] = ()
+    setup: Callable[[Path], None] | None = None
+
+
+def _profile(text: str) -> Callable[[Path], None]:
+    return lambda d: (d / "profile.yaml").write_text(text)
+
+
+def _locked(d: Path) -> None:
+    lock = StoreLock(d / "s.zarr", "dpbench run other")
+    lock.acquire()
+    lock._stop.set()  # keep the file, stop the heartbeat thread (the holder is this live process)
+
+
+def _garbage_server(d: Path) -> None:
+    """A TCP server that answers every connection with bytes that are not dask's protocol."""
+    srv = socket.socket()
+    srv.bind(("127.0.0.1", 0))
+    srv.listen(8)
+
+    def serve() -> None:
+        while True:
+            try:
+                conn, _ = srv.accept()
+            except OSError:
+                return
+            conn.sendall(b"\xff" * 64)
+            conn.close()
+
+    threading.Thread(target=serve, daemon=True).start()
+    (d / "port").write_text(str(srv.getsockname()[1]))
+
+
+def _free_port(d: Path) -> None:
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    (d / "port").write_text(str(s.getsockname()[1]))
+    s.close()
+
+
+def _other_store(d: Path) -> None:
+    other = json.loads(json.dumps(GOOD))
+    other["root_seed"] = 2
+    (d / "other.yaml").write_text(yaml.safe_dump(other))
+    assert main(["run", str(d / "other.yaml"), "--store", str(d / "s.zarr"), "--workers", "0",
+                 "--quiet"]) == 0
+
+
+BAD_INPUTS: tuple[Bad, ...] = (
+    # --- the suite file ------------------------------------------------------------------------
+    Bad("suite-missing", "suite file does not exist", "cannot read", None),
+    Bad("suite-malformed-yaml", "malformed YAML", "YAML", "name: [unclosed"),
+    Bad("suite-not-mapping", "suite is not a mapping", "must be a YAML mapping", "- 1\n- 2\n"),
+    Bad("suite-yaml-bomb", "nested YAML aliases (billion laughs)", "alias",
+        "a: &a [x, x, x, x, x, x, x, x, x]\nb: &b [*a, *a, *a, *a, *a, *a, *a, *a, *a]\n"
+        "c: &c [*b, *b, *b, *b, *b, *b, *b, *b, *b]\nd: &d [*c, *c, *c, *c, *c, *c, *c, *c, *c]\n"
+        "e: &e [*d, *d, *d, *d, *d, *d, *d, *d, *d]\nname: [*e, *e, *e, *e, *e, *e, *e, *e]\n"),
+    Bad("name-missing", "no suite name", "name: required identifier",
+        {k: v for k, v in GOOD.items() if k != "name"}),
+    Bad("name-path", "suite name with a path separator", "name: required identifier",
+        _top(name="../escape")),
+    Bad("name-reserved", "suite name zarr.json", "'zarr.json' is reserved", _top(name="zarr.json")),
+    Bad("top-unknown-key", "unknown top-level field", "unknown field", _top(experimentz=[])),
+    Bad("root-seed-negative", "negative root_seed", "root_seed: must be an integer >= 0",
+        _top(root_seed=-1)),
+    Bad("seeds-zero", "seeds = 0", "seeds: must be an integer >= 1", _top(seeds=0)),
+    Bad("timeout-huge", "cell_timeout_s = 1e300", "cell_timeout_s: must be a number of seconds",
+        _top(cell_timeout_s=1e300)),
+    Bad("timeout-negative", "cell_timeout_s < 0", "cell_timeout_s", _top(cell_timeout_s=-5)),
+    Bad("memory-zero", "cell_memory_mb = 0", "cell_memory_mb", _top(cell_memory_mb=0)),
+    Bad("experiments-missing", "no experiments", "experiments: required",
+        {k: v for k, v in GOOD.items() if k != "experiments"}),
+    Bad("experiment-name-reserved", "experiment named audit (the audit group)",
+        "'audit' is reserved", _exp(name="audit")),
+    Bad("experiment-name-json", "experiment named x.json", "is reserved", _exp(name="x.json")),
+    Bad("experiment-name-device", "experiment named NUL", "is reserved", _exp(name="NUL")),
+    Bad("experiment-duplicate", "two experiments with one name", "duplicate experiment name",
+        {**GOOD, "experiments": GOOD["experiments"] * 2}),
+    Bad("problem-unknown", "unknown problem", "lb_quadd",
+        _exp(problems=[{"problem": "lb_quadd"}])),
+    Bad("algorithm-unknown", "unknown algorithm", "output_perturbaton",
+        _exp(algorithms=[{"algorithm": "output_perturbaton"}])),
+    Bad("algorithm-param", "algorithm parameter of the wrong type", "solver_gap",
+        _exp(algorithms=[{"algorithm": "output_perturbation", "params": {"solver_gap": "x"}}])),
+    Bad("grid-n-one", "n = 1", "n must be an integer >= 2", _grid(n=[1])),
+    Bad("grid-p-zero", "p = 0", "p must be an integer >= 1", _grid(p=[0])),
+    Bad("grid-epsilon-negative", "ε < 0", "epsilon must be a finite number > 0",
+        _grid(epsilon=[-1.0])),
+    Bad("grid-epsilon-inf", "ε = ∞", "epsilon must be a finite number > 0",
+        _grid(epsilon=[float("inf")])),
+    Bad("grid-delta-one", "δ = 1", "delta must be a number in [0, 1)", _grid(delta=[1.0])),
+    Bad("grid-duplicate", "ε: [1, 1.0]", "duplicate values", _grid(epsilon=[1, 1.0])),
+    Bad("grid-empty", "an empty axis", "empty grid", _grid(n=[])),
+    Bad("grid-unknown-axis", "an axis no plugin declares", "unknown axis", _grid(lr=[0.1])),
+    Bad("pure-with-delta", "a pure mechanism at δ > 0", "pure", _grid(delta=[1e-5])),
+    # --- options --------------------------------------------------------------------------------
+    Bad("workers-negative", "--workers -1", "--workers must be >= 0", GOOD,
+        args=("--workers", "-1")),
+    Bad("backend-unknown", "--backend nope", "invalid choice", GOOD, args=("--backend", "nope")),
+    Bad("scheduler-malformed", "--scheduler without a port", "not a dask scheduler address",
+        GOOD, args=("--scheduler", "not an address")),
+    Bad("scheduler-refused", "--scheduler nobody listens on", "cannot reach the scheduler",
+        GOOD, args=("--scheduler", "tcp://127.0.0.1:{port}"), setup=_free_port),
+    Bad("scheduler-not-dask", "--scheduler that does not speak dask",
+        "does not answer as a dask scheduler", GOOD,
+        args=("--scheduler", "tcp://127.0.0.1:{port}"), setup=_garbage_server),
+    Bad("scheduler-both", "--scheduler and --scheduler-file", "not both", GOOD,
+        args=("--scheduler", "tcp://127.0.0.1:1", "--scheduler-file", "{dir}/s.json")),
+    Bad("scheduler-file-missing", "--scheduler-file that does not exist", "no such file", GOOD,
+        args=("--scheduler-file", "{dir}/nope.json")),
+    Bad("scheduler-file-malformed", "--scheduler-file that is not JSON", "malformed JSON", GOOD,
+        args=("--scheduler-file", "{dir}/s.json"),
+        setup=lambda d: (d / "s.json").write_text("{not json")),
+    Bad("profile-missing", "--cluster file that does not exist", "cannot read", GOOD,
+        args=("--cluster", "{dir}/nope.yaml")),
+    Bad("profile-code", "--cluster naming subprocess.Popen",
+        "'subprocess' is not a dask cluster module", GOOD, args=("--cluster", "{dir}/profile.yaml"),
+        setup=_profile("cluster: {module: subprocess, class: Popen, kwargs: {args: 'touch X', "
+                       "shell: true}}")),
+    Bad("profile-placeholder", "--cluster with a CHANGE-ME placeholder", "placeholder", GOOD,
+        args=("--cluster", "{dir}/profile.yaml"),
+        setup=_profile("cluster: {module: dask_jobqueue, class: SLURMCluster, kwargs: {cores: 1,"
+                       " processes: 1, memory: 1GB, queue: CHANGE-ME-partition, walltime: "
+                       "'01:00:00', worker_extra_args: [--lifetime, 50m, --lifetime-stagger, "
+                       "4m]}}")),
+    # --- the store ------------------------------------------------------------------------------
+    Bad("store-is-file", "--store names a file", "is a file", GOOD,
+        setup=lambda d: (d / "s.zarr").write_text("x")),
+    Bad("store-foreign-dir", "--store names a non-empty directory that is not a store",
+        "holds something else", GOOD,
+        setup=lambda d: ((d / "s.zarr").mkdir(), (d / "s.zarr" / "f").write_text("x"))),
+    Bad("store-locked", "--store being written by another live command",
+        "being written by dpbench run other", GOOD, setup=_locked),
+    Bad("store-other-suite", "--store created for another definition", "different definition",
+        GOOD, setup=_other_store),
+    # --- audits -----------------------------------------------------------------------------------
+    Bad("audit-runs-not-multiple", "audit runs not a multiple of batch", "must be a multiple",
+        _audit(runs=250), command="audit"),
+    Bad("audit-canary-unknown", "unknown canary", "unknown canary",
+        _audit(canaries=["spher"]), command="audit"),
+    Bad("audit-expect", "expect: maybe", "expect", _audit(expect="maybe"), command="audit"),
+    Bad("audit-none", "dpbench audit on a suite without audits", "has no audits", GOOD,
+        command="audit"),
+    # --- report -----------------------------------------------------------------------------------
+    Bad("report-not-store", "report of a directory that is not a store", "not a dpbench store",
+        None, command="report", setup=lambda d: (d / "s.zarr").mkdir()),
+    Bad("report-foreign-output", "report --output onto a file dpbench did not write",
+        "was not written by dpbench", GOOD, command="report",
+        args=("--output", "{dir}/notes.html"), setup=lambda d: (
+            (d / "notes.html").write_text("mine"),
+            main(["run", str(d / "suite.yaml"), "--store", str(d / "s.zarr"), "--workers", "0",
+                  "--quiet"]))),
+)
+
+
+def _listing(d: Path) -> dict[str, tuple[int, int]]:
+    out = {}
+    for p in sorted(d.rglob("*")):
+        st = p.lstat()
+        out[str(p.relative_to(d))] = (st.st_size if p.is_file() else -1, st.st_mtime_ns)
+    return out
+
+
+@pytest.mark.parametrize("bad", BAD_INPUTS, ids=[b.id for b in BAD_INPUTS])
+def test_bad_input_exits_2_and_writes_nothing(bad: Bad, tmp_path: Path,
+                                              capsys: pytest.CaptureFixture[str]) -> None:
+    d = tmp_path / "w"
+    d.mkdir()
+    suite = d / "suite.yaml"
+    if isinstance(bad.suite, dict):
+        suite.write_text(yaml.safe_dump(bad.suite))
+    elif isinstance(bad.suite, str):
+        suite.write_text(bad.suite)
+    if bad.setup is not None:
+        bad.setup(d)
+    capsys.readouterr()
+    port = (d / "port").read_text() if (d / "port").exists() else ""
+    args = [a.format(dir=d, port=port) for a in bad.args]
+    before = _listing(d)
+    cwd = Path.cwd()
+    os.chdir(d)
+    try:
+        if bad.command == "report":
+            argv = ["report", str(d / "s.zarr"), *args]
+        else:
+            argv = [bad.command, str(suite), "--store", str(d / "s.zarr"), "--workers", "0",
+                    "--quiet", *args]
+        try:
+            code = main(argv)
+        except SystemExit as exc:  # argparse
+            code = exc.code
+    finally:
+        os.chdir(cwd)
+    err = capsys.readouterr().err
+    assert code == 2, (code, err)
+    assert bad.fragment in err, err
+    assert "Traceback" not in err
+    assert _listing(d) == before, "a refused command changed the directory"
+    assert not (d / "X").exists()
+
+
+def test_the_reliability_table_lists_every_row() -> None:
+    doc = (ROOT / "docs" / "reliability.md").read_text(encoding="utf-8")
+    rows = [line for line in doc.splitlines() if line.startswith("| `")]
+    ids = [line.split("`")[1] for line in rows]
+    assert ids == [b.id for b in BAD_INPUTS], "docs/reliability.md's table differs from BAD_INPUTS"
+    assert len(BAD_INPUTS) >= 40
