@@ -156,6 +156,13 @@ def _cmd_validate(args: argparse.Namespace) -> int:
     suite = load_suite(args.suite)
     print(f"{args.suite}: OK — suite {suite.name!r}, {len(suite.experiments)} experiment(s), "
           f"{suite.n_cells} cells")
+    if suite.experiments:
+        est = suite.estimates()
+        print(f"  size: {est['cells']:,.0f} cells (max_cells {suite.max_cells:,}); work ≈ "
+              f"{est['work']:.3g} gradient evaluations (Algorithm.cost), roughly "
+              f"{est['work'] / 5e6 / 60:.2g} CPU minutes at 5·10⁶ per second (the quickstart's "
+              f"rate; samplers are slower); cube values ≈ {est['store_bytes'] / 2**20:.3g} MiB "
+              "uncompressed")
     for e in suite.experiments:
         shape = " x ".join(f"{d}={s}" for d, s in zip(e.dims, e.shape))
         print(f"  {e.name}: {shape}")

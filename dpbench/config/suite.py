@@ -72,7 +72,11 @@ MAX_CELL_TIMEOUT_S = 7 * 24 * 3600.0
 MAX_CELL_MEMORY_MB = 1e6
 
 _TOP_KEYS = ("name", "description", "root_seed", "seeds", "cell_timeout_s", "cell_memory_mb",
-             "experiments", "audit", "audits")
+             "max_cells", "experiments", "audit", "audits")
+#: The largest suite (cells over all experiments) run without saying so: ``max_cells`` in the
+#: suite raises it, up to :data:`MAX_CELLS_HARD` (docs/reliability.md, 'Size limits').
+MAX_CELLS = 1_000_000
+MAX_CELLS_HARD = 1_000_000_000
 _EXP_KEYS = ("name", "description", "seeds", "problems", "algorithms", "grid", "expect")
 _EXPECT_KEYS = ("id", "algorithm", "problem", "axis", "slope", "tolerance", "tolerance_reason",
                 "level_tolerance", "level_reason", "at", "source", "variable")
@@ -252,10 +256,30 @@ class Suite:
     #: their run-wide settings (``audit:``); see :mod:`dpbench.config.audit`.
     audits: tuple[Any, ...] = ()
     audit: Any = None
+    max_cells: int = MAX_CELLS
 
     @property
     def n_cells(self) -> int:
         return sum(math.prod(e.shape) for e in self.experiments)
+
+    def estimates(self) -> dict[str, float]:
+        """Rough size of a run, for ``dpbench validate``: cells, the work (``Algorithm.cost``
+        summed over every cell: per-example gradient evaluations, the unit of the packing), and
+        the uncompressed size of the cube's values (8 bytes per float variable per cell plus the
+        status byte; error texts excluded)."""
+        from ..core.schema import FLOAT_VARS
+
+        work = 0.0
+        for e in self.experiments:
+            for a in e.algorithms:
+                algo = a.cls(**a.params)
+                for n in e.grid["n"]:
+                    for p in e.grid["p"]:
+                        others = math.prod(len(v) for k, v in e.grid.items() if k not in ("n", "p"))
+                        work += float(algo.cost(int(n), int(p))) * others * e.seeds * len(
+                            e.problems)
+        return {"cells": float(self.n_cells), "work": work,
+                "store_bytes": float(self.n_cells) * (8 * len(FLOAT_VARS) + 1)}
 
     def experiment(self, name: str) -> Experiment:
         for e in self.experiments:
@@ -517,12 +541,23 @@ def parse_suite(text: str, source: str = "<suite>") -> Suite:
         names.add(exp.name)
         experiments.append(exp)
 
+    max_cells = raw.get("max_cells", MAX_CELLS)
+    if not (is_int(max_cells) and 1 <= max_cells <= MAX_CELLS_HARD):
+        errs.add("max_cells", f"must be an integer in [1, {MAX_CELLS_HARD}], got {max_cells!r}")
+        max_cells = MAX_CELLS
+    total = sum(math.prod(e.shape) for e in experiments)
+    if total > max_cells:
+        errs.add("max_cells" if "max_cells" in raw else "experiments",
+                 f"the suite has {total:,} cells, more than max_cells = {max_cells:,}; shrink the "
+                 f"grids or seeds, or set max_cells (at most {MAX_CELLS_HARD:,}) to run it "
+                 "(docs/reliability.md, 'Size limits')")
     settings, audits = validate_audits(errs, raw)
     if errs.items:
         raise SuiteError(source, errs.items)
     return Suite(name, str(raw.get("description", "")), root_seed,
                  float(timeout) if timeout is not None else None, tuple(experiments), source, text,
-                 float(memory) if memory is not None else None, tuple(audits), settings)
+                 float(memory) if memory is not None else None, tuple(audits), settings,
+                 int(max_cells))
 
 
 def load_suite(path: str | Path) -> Suite:
