@@ -549,7 +549,7 @@ def _audit_locked(suite: Suite, store_path: str | Path, plan: AuditPlan, connect
                 sum(b.status == FAILED for b in res.batches))
 
     kind = TaskKind(partial(run_audit_task, memory_mb=suite.cell_memory_mb,
-                            timeout_s=suite.cell_timeout_s), failed_audit_result, AuditTaskResult)
+                            timeout_s=suite.effective_cell_timeout_s), failed_audit_result, AuditTaskResult)
     drive_tasks(tasks, store, summary, bar, kind=kind, write=write, connection=connection,
                 window=window, on_result=on_result, command="audit")
     summary.results = compute_bounds(astore, suite, plan)

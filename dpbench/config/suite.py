@@ -73,6 +73,12 @@ MAX_CELL_MEMORY_MB = 1e6
 
 _TOP_KEYS = ("name", "description", "root_seed", "seeds", "cell_timeout_s", "cell_memory_mb",
              "max_cells", "experiments", "audit", "audits")
+#: The per-cell time limit when a suite sets none: with a limit, cells run in a forked child
+#: process (dpbench.engine.isolation), so a cell that crashes or hangs fails alone instead of
+#: taking the worker, the cells packed with it, or an inline run down (docs/reliability.md,
+#: 'Crash containment'; the isolation costs no measurable time on the quickstart).
+DEFAULT_CELL_TIMEOUT_S = 3600.0
+
 #: The largest suite (cells over all experiments) run without saying so: ``max_cells`` in the
 #: suite raises it, up to :data:`MAX_CELLS_HARD` (docs/reliability.md, 'Size limits').
 MAX_CELLS = 1_000_000
@@ -261,6 +267,12 @@ class Suite:
     @property
     def n_cells(self) -> int:
         return sum(math.prod(e.shape) for e in self.experiments)
+
+    @property
+    def effective_cell_timeout_s(self) -> float:
+        """The per-cell time limit cells run under: ``cell_timeout_s``, else
+        :data:`DEFAULT_CELL_TIMEOUT_S`."""
+        return self.cell_timeout_s if self.cell_timeout_s is not None else DEFAULT_CELL_TIMEOUT_S
 
     def estimates(self) -> dict[str, float]:
         """Rough size of a run, for ``dpbench validate``: cells, the work (``Algorithm.cost``

@@ -127,7 +127,7 @@ def expand(suite: Suite, exp: Experiment, pending: np.ndarray | None = None,
                     algorithm_name=aspec.name, algorithm_params=algorithm.get_params(),
                     problem_cls=pspec.cls, problem_name=pspec.name,
                     problem_params=problem.get_params(), point=point, seeds=seeds,
-                    n_seeds=exp.seeds, root_seed=suite.root_seed, timeout_s=suite.cell_timeout_s,
+                    n_seeds=exp.seeds, root_seed=suite.root_seed, timeout_s=suite.effective_cell_timeout_s,
                     cost=float(cost)))
     return chunks, not_applicable
 

@@ -11,7 +11,9 @@ so that zarr never lists it and ``--restart`` never deletes it), created with
 is not mistaken for the holder), the command and a heartbeat refreshed every
 :data:`HEARTBEAT_S` seconds by a daemon thread. A lock is **stale** when its holder is on this
 host and no longer runs, or when its heartbeat is older than :data:`STALE_AFTER_S` seconds (a
-holder on another host that died); a stale lock is reported as such and broken only when the
+holder on another host that died). A holder on this host whose process is gone is provably dead
+(a killed or crashed run), so its lock is broken at once with a warning and the run resumes; a
+holder on another host cannot be checked, so its stale lock is reported and broken only when the
 user asks (``--break-lock``). Nothing in the lock file is executed: it is parsed as JSON and its
 values are only printed and compared.
 """
@@ -92,6 +94,14 @@ class LockHolder:
     def describe(self) -> str:
         return (f"{self.command or 'a dpbench writer'} (host {self.host}, pid {self.pid}, "
                 f"started {_utc(self.started)}, last heartbeat {_utc(self.heartbeat)})")
+
+    def provably_dead(self) -> bool:
+        """Whether the holder is on this host and its process is gone (or its pid reused)."""
+        if self.host != socket.gethostname():
+            return False
+        if not _pid_alive(self.pid):
+            return True
+        return bool(self.pid_start) and _pid_start(self.pid) not in ("", self.pid_start)
 
     def stale_reason(self, now: float | None = None) -> str | None:
         """Why the holder is gone, or None when it may still be writing."""
@@ -192,11 +202,16 @@ class StoreLock:
                 self._refuse(f"store {str(self.path)!r} is being written by {holder.describe()}; "
                              "one writer per store: wait for it to finish, or use another "
                              "--store")
-            if not self.break_stale:
+            if not (self.break_stale or holder.provably_dead()):
                 self._refuse(f"store {str(self.path)!r} is locked by {holder.describe()}, but "
                              f"the lock is stale ({reason}); pass --break-lock to break it and "
                              "resume")
             self._break(holder)
+            if self.broken is holder and not self.break_stale:
+                import warnings
+
+                warnings.warn(f"store {str(self.path)!r}: broke the lock of {holder.describe()}: "
+                              f"{reason}; resuming", stacklevel=3)
         self._refuse(f"store {str(self.path)!r}: another writer took the lock while a stale one "
                      "was being broken; try again")
         raise AssertionError("unreachable")

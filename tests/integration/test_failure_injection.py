@@ -110,9 +110,12 @@ def test_a_fork_while_another_thread_imports_does_not_hang_the_child(
 def test_isolated_cells_equal_in_process_cells_bit_for_bit(tiny_suite_file: Path) -> None:
     suite = load_suite(tiny_suite_file)
     for exp in suite.experiments:
-        tasks = pack(expand(suite, exp)[0])
+        planned = pack(expand(suite, exp)[0])
+        tasks = [dataclasses.replace(t, chunks=tuple(dataclasses.replace(c, timeout_s=None)
+                                                     for c in t.chunks)) for t in planned]
         limited = [dataclasses.replace(t, chunks=tuple(dataclasses.replace(c, timeout_s=60.0)
                                                        for c in t.chunks)) for t in tasks]
+        assert needs_isolation(planned[0], None)  # the default per-cell limit isolates
         assert not needs_isolation(tasks[0], None) and needs_isolation(limited[0], None)
         assert needs_isolation(tasks[0], 500.0)
         plain = [run_task(t) for t in tasks]
@@ -130,7 +133,7 @@ def test_isolated_cells_equal_in_process_cells_bit_for_bit(tiny_suite_file: Path
 def test_cell_memory_mb_is_validated(value: object) -> None:
     text = tf.FAULT_SUITE.replace(f"cell_memory_mb: {tf.MEMORY_MB}", f"cell_memory_mb: {value!r}")
     tf.register()
-    with pytest.raises(SuiteError, match="cell_memory_mb: must be a number of megabytes > 0"):
+    with pytest.raises(SuiteError, match="cell_memory_mb: must be a number of megabytes in"):
         parse_suite(text)
 
 

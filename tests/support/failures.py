@@ -80,9 +80,13 @@ class FaultInjector(NonPrivateERM):
     citation: ClassVar[str] = "dpbench failure injection (tests only)"
     params: ClassVar[dict[str, Param]] = {
         "delay_s": Param(kind="float", default=0.0, low=0.0, doc="sleep per cell (seconds)"),
+        "cheap": Param(kind="bool", default=False,
+                       doc="declare a small cost, so that chunks are packed several per task"),
     }
 
     def cost(self, n: int, p: int) -> float:
+        if self.get_params()["cheap"]:
+            return float(n * p)
         return 1e7  # one task per chunk, so that a run has many tasks to interrupt
 
     def run(self, data: Dataset, problem: Problem, *, epsilon: float, delta: float,
@@ -93,6 +97,8 @@ class FaultInjector(NonPrivateERM):
                 time.sleep(3600)  # no checkpoint(): only a hard limit stops it
             elif kind == "memory":
                 np.ones(4 * 2**30 // 8).sum()
+            elif kind == "segfault":
+                os.kill(os.getpid(), signal.SIGSEGV)  # what a crashing compiled extension does
         time.sleep(self.get_params()["delay_s"])
         return super().run(data, problem, epsilon=epsilon, delta=delta, rng=rng)
 
