@@ -1,4 +1,4 @@
-"""RDP accounting of BST14's noisy SGD (Algorithm 1), and calibration of its noise multiplier.
+"""RDP and PLD accounting of BST14's noisy SGD (Algorithm 1); calibration of its noise multiplier.
 
 Algorithm 1 is DP-SGD with batch size 1, sampling probability 1/n (with and without replacement
 coincide at size 1) and T = n² − 1 steps (docs/bst14.md, "NoisySGD's noise, the accountant and
@@ -15,6 +15,35 @@ is needed for ε = 1 at δ = 1e-6 (for any n), and the paper's z ≈ 47.9 (n = 1
 ε ≈ 0.17.
 
 One accountant evaluation costs about 0.2 s, so both functions are cached per process.
+
+**PLD accountant of a dominating pair** (:func:`noisy_sgd_epsilon_pld`,
+:func:`calibrate_noisy_sgd_pld`; docs/bst14.md, "Which accountant is certified (replace-one,
+batch 1)"). In units of the ball nL that holds every n·clip_L(∇ℓ), one step's laws on replace-one
+neighbours are mixtures qN(b) + (1 − q)N(a) against qN(b′) + (1 − q)N(a) with noise s = 2z and
+q = 1/n (worst case by joint convexity of the hockey-stick divergence). For γ ≥ 1 their
+hockey-stick divergence H_γ is at most that of the pair R = (qN(2) + (1 − q)N(0), N(0)): write
+H_γ(P‖Q) = q·H_γ′(N(b) ‖ βN(b′) + (1 − β)N(a)) with γ′ = 1 + (γ − 1)/q, β = γ/γ′ (Balle, Barthe
+and Gaboardi 2018, "advanced joint convexity"), then use convexity in the second argument and
+‖b − b′‖, ‖b − a‖ ≤ 2. For γ < 1, H_γ(P‖Q) = 1 − γ + γ·H_{1/γ}(Q‖P) and the configurations are
+closed under swapping b and b′, so the bound is the swapped pair R′ = (N(0), qN(2) + (1 − q)N(0)).
+Both bounds are attained (common rows at b′, resp. at b), so the tight dominating pair (P*, Q*)
+has privacy profile δ_R(ε) for ε ≥ 0 and δ_R′(ε) for ε < 0. Dominating pairs compose (Zhu, Dong
+and Wang 2022), so the T-fold product of (P*, Q*) certifies the adaptive T-step mechanism.
+
+Its privacy-loss distribution (PLD) is ω_R on losses > 0, the mirror image e^{−l}·ω_R(l) at −l,
+and the remaining mass at 0. We discretise ω_R on a grid of spacing ``interval`` pessimistically
+(the mass of each grid cell is split between its two ends so that both the P- and the Q-mass are
+kept, which can only raise every δ(ε): Doroshenko, Ghazi, Kamath, Kumar and Manurangsi 2022,
+"connect the dots"), integrate each cell with Gauss–Legendre (no cancellation, so the grid can be
+fine), send the loss tail beyond P-mass 1e-20 to +∞, compose T times by FFT inside Chernoff
+bounds whose neglected mass (1e-15) also goes to +∞, and read ε(δ) off the result. Every step of
+this is an upper bound except the floating-point rounding of the FFT, whose error grows like T:
+an allowance (0.1·T·unit roundoff, from measurements) is charged to +∞, and the FFT switches to
+long double when that allowance would exceed 1e-3·δ (e.g. T = 10⁸). dp-accounting has no event for
+this pair: its ADD_OR_REMOVE_ONE Poisson PLD composes R and R′ separately and takes the larger δ,
+justified when one neighbouring pair is "remove" at every step, whereas replace-one steps can
+switch between the two adaptively (that figure is attained, so it is a lower bound); its
+REPLACE_ONE pair at 2z is smaller still and falls below that lower bound (docs/bst14.md).
 """
 
 from __future__ import annotations
@@ -23,11 +52,20 @@ import functools
 import math
 
 import dp_accounting
+import numpy as np
+from dp_accounting.pld import common as pld_common
+from dp_accounting.pld import pld_pmf
+from dp_accounting.pld.privacy_loss_distribution import PrivacyLossDistribution
 from dp_accounting.rdp import RdpAccountant
 from dp_accounting.rdp.rdp_privacy_accountant import DEFAULT_RDP_ORDERS
+from scipy import fft
 from scipy.optimize import brentq
+from scipy.special import ndtr, ndtri
+
+from .profile import PROFILE_EPSILONS, PrivacyProfile
 
 ACCOUNTING = "RDP (dp-accounting), sampled Gaussian, replace-one"
+ACCOUNTING_PLD = "PLD of the dominating pair of batch-1 sampling, replace-one (pessimistic)"
 
 #: dp-accounting's default orders plus integer orders in its 64-256 gap (each costs ~15 ms).
 RDP_ORDERS: tuple[float, ...] = tuple(
@@ -86,6 +124,11 @@ def calibrate_noisy_sgd(epsilon: float, delta: float, n: int, steps: int) -> flo
 
 @functools.lru_cache(maxsize=1024)
 def _calibrate(epsilon: float, delta: float, n: int, steps: int) -> float:
+    return _smallest_z(lambda z: noisy_sgd_epsilon(z, n, steps, delta), epsilon, delta, n, steps)
+
+
+def _smallest_z(eps_fn, epsilon: float, delta: float, n: int, steps: int) -> float:
+    """Smallest evaluated z with eps_fn(z) ≤ epsilon, to relative precision ``Z_RTOL``."""
     _check(n, steps, delta)
     if not (math.isfinite(epsilon) and epsilon > 0):
         raise ValueError(f"epsilon must be finite and > 0, got {epsilon}")
@@ -95,13 +138,13 @@ def _calibrate(epsilon: float, delta: float, n: int, steps: int) -> float:
 
     def eps_of(z: float) -> float:
         if z not in seen:
-            seen[z] = noisy_sgd_epsilon(z, n, steps, delta)
+            seen[z] = eps_fn(z)
         return seen[z]
 
     def f(u: float) -> float:
         e = eps_of(math.exp(u))
         # ε(z) is finite for every z > 0 here in practice; cap it so Brent's interpolation stays finite.
-        return math.log(min(e, 1e300)) - math.log(epsilon)
+        return math.log(min(max(e, 1e-300), 1e300)) - math.log(epsilon)
 
     # Bracket [lo, hi] in z with ε(lo) > target ≥ ε(hi), by doubling or halving from a guess.
     z0 = math.sqrt(2.0 * math.log(1.25 / delta)) / epsilon
@@ -127,3 +170,276 @@ def _calibrate(epsilon: float, delta: float, n: int, steps: int) -> float:
         else:
             z_bad = mid
     return z
+
+
+# --- PLD accountant of the dominating pair (docs/bst14.md, "Which accountant is certified") -------
+
+#: P-mass of one step's privacy-loss tail sent to +∞ (pessimistic; T·1e-20 ≪ any δ used here).
+PLD_STEP_TAIL = 1e-20
+#: Mass the T-fold composition may drop outside its Chernoff bounds, added to +∞ (pessimistic).
+PLD_COMPOSE_TAIL = 1e-15
+#: Allowance for the FFT rounding of the T-fold composition: its error in δ was at most
+#: 0.015·T·u (u the unit roundoff) at T = 10⁶ and 10⁸ (double against long double); we charge
+#: this factor times T·u to +∞, and use a long-double FFT when that would exceed 1e-3·δ.
+PLD_ROUNDING_FACTOR = 0.1
+PLD_ROUNDING_SHARE = 1e-3
+#: The loss grid resolves one step's largest finite loss into at least this many cells …
+PLD_CELLS_PER_STEP = 1000
+#: … unless the composed PLD would then need more than this many cells (see pld_interval).
+PLD_MAX_CELLS = 4_000_000
+#: Coarsest grid spacing.
+PLD_INTERVAL_MAX = 2e-5
+
+_GL_NODES, _GL_WEIGHTS = np.polynomial.legendre.leggauss(10)
+
+
+def _step_loss(x: np.ndarray | float, mu: float, q: float) -> np.ndarray | float:
+    """Privacy loss of R = (qN(μ, 1) + (1 − q)N(0, 1), N(0, 1)) at x (increasing in x)."""
+    t = mu * np.asarray(x, dtype=float) - 0.5 * mu * mu
+    with np.errstate(divide="ignore"):  # q = 1: log(1 − q) = −∞, the loss is t
+        return np.logaddexp(np.log1p(-q), math.log(q) + t)  # log(1 − q + q·e^t), no overflow
+
+
+def _largest_step_loss(z: float, n: int) -> float:
+    mu, q = 1.0 / z, 1.0 / n
+    return float(_step_loss(mu - ndtri(PLD_STEP_TAIL), mu, q))
+
+
+def pld_interval(z: float, n: int, steps: int) -> float:
+    """The automatic grid spacing of the privacy-loss grid.
+
+    One step's largest finite loss over ``PLD_CELLS_PER_STEP``, but no finer than the composed
+    loss spread over ``PLD_MAX_CELLS`` (spread ≈ T·v/2 + 16·√(T·v), v = q²·(e^{μ²} − 1) the
+    variance of one step's loss, μ = 1/z, q = 1/n) and no coarser than ``PLD_INTERVAL_MAX``.
+    Any spacing gives an upper bound; on the docs/bst14.md table this one stays within 2e-4
+    (relative) of the ε a grid four times finer gives (e.g. 1.8e-5 at n = 100 and 1.8e-6 at
+    n = 1000 for z ≈ 9, 4.4e-7 at n = 10⁴).
+    """
+    mu, q = 1.0 / z, 1.0 / n
+    v = q * q * math.expm1(min(mu * mu, 700.0))
+    spread = steps * v / 2 + 16.0 * math.sqrt(steps * v)
+    per_step = _largest_step_loss(z, n) / PLD_CELLS_PER_STEP
+    # Tiny z (huge losses, e.g. while calibrating a very large ε): one step alone needs the
+    # coarser per-step spacing, or its grid would not fit in memory (any spacing is valid).
+    return float(max(per_step, min(PLD_INTERVAL_MAX, spread / PLD_MAX_CELLS)))
+
+
+def dominating_step_pmf(z: float, n: int, interval: float) -> tuple[int, np.ndarray, float]:
+    """One step's pessimistic PLD of the dominating pair (P*, Q*), on the grid ``interval``·ℤ.
+
+    Returns ``(lower, probs, infinity_mass)``: ``probs[i]`` is the P*-mass at loss
+    (lower + i)·interval. Losses > 0 are those of R = (qN(μ) + (1 − q)N(0), N(0)), μ = 1/z,
+    q = 1/n, with each grid cell's mass split between its ends keeping its P- and Q-mass; losses
+    < 0 mirror them (mass e^{−l}·ω(l) at −l); the rest sits at 0 (module docstring).
+    """
+    if not (z > 0 and math.isfinite(z)):
+        raise ValueError(f"z must be finite and > 0, got {z}")
+    mu, q = 1.0 / z, 1.0 / n
+    k = max(1, math.ceil(_largest_step_loss(z, n) / interval))
+    losses = np.arange(k + 1) * interval
+    # x(l), the inverse of the loss; x(0) = μ/2.
+    x = (np.log1p(np.expm1(losses) / q) + 0.5 * mu * mu) / mu
+    lo, hi = x[:-1], x[1:]
+    half = 0.5 * (hi - lo)
+    nodes = 0.5 * (hi + lo)[:, None] + half[:, None] * _GL_NODES
+    density = ((1.0 - q) * np.exp(-0.5 * nodes**2)
+               + q * np.exp(-0.5 * (nodes - mu) ** 2)) / math.sqrt(2.0 * math.pi)
+    # Position t ∈ [0, interval] of the loss inside its cell; the split weights keep the cell's
+    # P-mass and its Q-mass E_P[e^{−L}] (written with expm1 to stay exact for tiny cells).
+    t = np.clip(_step_loss(nodes, mu, q) - losses[:-1, None], 0.0, interval)
+    em = math.expm1(interval)
+    to_low = ((density * np.expm1(interval - t) / em) @ _GL_WEIGHTS) * half
+    to_high = ((density * np.exp(interval - t) * np.expm1(t) / em) @ _GL_WEIGHTS) * half
+    positive = to_high.copy()  # masses at losses interval·1 … interval·k
+    positive[:-1] += to_low[1:]
+    infinity = float((1.0 - q) * ndtr(-x[-1]) + q * ndtr(mu - x[-1]))
+    negative = positive * np.exp(-losses[1:])
+    atom = 1.0 - positive.sum() - negative.sum() - infinity
+    if atom < -1e-12:
+        raise ArithmeticError(f"mirrored PLD has negative mass at 0 ({atom})")
+    probs = np.concatenate([negative[::-1], [max(atom, 0.0)], positive])
+    return -k, probs, infinity
+
+
+def _self_compose(lower: int, probs: np.ndarray, infinity: float, steps: int,
+                  dtype: type = np.float64) -> tuple[int, np.ndarray, float]:
+    """T-fold composition of a grid PLD: one FFT raised to the T-th power, inside Chernoff bounds.
+
+    As dp-accounting's ``self_compose``, but the Chernoff orders sit around the optimum of a
+    Gaussian approximation (its default orders suit a few compositions, not 10⁶, and give a
+    window up to 20 times too wide), and the FFT can run in long double. The mass outside the
+    window (≤ ``PLD_COMPOSE_TAIL``) is added to +∞. Raising the transform to the T-th power
+    multiplies its rounding error by T; :func:`_composed` charges an allowance for it.
+    """
+    idx = np.arange(probs.size, dtype=float)
+    p = probs / probs.sum()
+    mean = float(p @ idx)
+    var = max(float(p @ (idx - mean) ** 2), 1e-12)
+    best = math.sqrt(2.0 * math.log(2.0 / PLD_COMPOSE_TAIL) / (steps * var))
+    orders = best * np.geomspace(1 / 30, 30, 31)
+    lo, hi = pld_common.compute_self_convolve_bounds(
+        probs, steps, PLD_COMPOSE_TAIL, orders=np.concatenate([-orders, orders]))
+    size = hi - lo + 1
+    length = fft.next_fast_len(max(size, probs.size), real=True)
+    out = fft.irfft(fft.rfft(probs.astype(dtype), length) ** steps, length)
+    out = np.roll(out, -lo)[:size].astype(np.float64)
+    infinity = PLD_COMPOSE_TAIL - math.expm1(steps * math.log1p(-infinity))
+    return lower * steps + lo, out, infinity
+
+
+def _epsilon_of(lower: int, probs: np.ndarray, infinity: float, interval: float,
+                delta: float) -> float:
+    """Smallest ε ≥ 0 with δ(ε) ≤ delta for a grid PLD (vectorised; same value as
+    dp-accounting's ``get_epsilon_for_delta``)."""
+    if infinity > delta:
+        return math.inf
+    losses = (lower + np.arange(probs.size)) * interval
+    # Suffix sums: P-mass and Q-mass of the losses ≥ losses[j] (plus the +∞ mass for P).
+    upper = infinity + np.cumsum(probs[::-1])[::-1]
+    lower_q = np.cumsum((probs * np.exp(-losses))[::-1])[::-1]
+    # δ at ε = losses[j − 1] counts the losses ≥ losses[j]: upper[j] − e^{ε}·lower_q[j].
+    at_grid = upper[1:] - np.exp(losses[:-1]) * lower_q[1:]
+    j = int(np.argmax(at_grid <= delta)) if np.any(at_grid <= delta) else probs.size - 1
+    # The crossing lies in (losses[j − 1], losses[j]], where δ(ε) = upper[j] − e^ε·lower_q[j].
+    if upper[j] <= delta:
+        eps = losses[j - 1] if j > 0 else 0.0
+    else:
+        eps = math.log((upper[j] - delta) / lower_q[j])
+    return max(0.0, float(eps))
+
+
+def _rounding(steps: int, long_double: bool) -> float:
+    u = float(np.finfo(np.longdouble if long_double else np.float64).eps)
+    return PLD_ROUNDING_FACTOR * steps * u if steps > 1 else 0.0
+
+
+@functools.lru_cache(maxsize=4)  # (composed PLDs hold up to ~4·10⁶ cells)
+def _composed(z: float, n: int, steps: int, interval: float,
+              long_double: bool = False) -> tuple[int, np.ndarray, float]:
+    """The composed grid PLD (lower, probs, infinity), the rounding allowance included in +∞."""
+    lower, probs, infinity = dominating_step_pmf(z, n, interval)
+    if steps > 1:
+        dtype = np.longdouble if long_double else np.float64
+        lower, probs, infinity = _self_compose(lower, probs, infinity, steps, dtype)
+    return lower, probs, infinity + _rounding(steps, long_double)
+
+
+def _use_long_double(steps: int, delta: float) -> bool:
+    """Long double (80-bit on x86; elsewhere it may equal double) when double's rounding
+    allowance would exceed ``PLD_ROUNDING_SHARE``·δ."""
+    return _rounding(steps, False) > PLD_ROUNDING_SHARE * delta
+
+
+def noisy_sgd_pld(z: float, n: int, steps: int, interval: float | None = None,
+                  long_double: bool = False) -> PrivacyLossDistribution:
+    """The pessimistic PLD of ``steps`` compositions of the dominating pair, as a dp-accounting
+    ``PrivacyLossDistribution`` (so ``get_delta_for_epsilon`` gives the whole profile δ(ε)).
+
+    ``interval`` defaults to :func:`pld_interval`; ``long_double`` runs the FFT in long double,
+    which :func:`noisy_sgd_epsilon_pld` does for δ < 2.2e-14·T (the +∞ mass includes the
+    rounding allowance, 2.2e-17·T in double). Requires steps ≥ 1 and z > 0.
+    """
+    z, n, steps = float(z), int(n), int(steps)
+    _check(n, steps, 0.5)
+    if steps < 1:
+        raise ValueError("steps must be >= 1 for a PLD")
+    interval = pld_interval(z, n, steps) if interval is None else float(interval)
+    lower, probs, infinity = _composed(z, n, steps, interval, long_double)
+    return PrivacyLossDistribution(
+        pld_pmf.DensePLDPmf(interval, lower, probs, infinity, pessimistic_estimate=True))
+
+
+def noisy_sgd_epsilon_pld(z: float, n: int, steps: int, delta: float,
+                          interval: float | None = None) -> float:
+    """ε(δ) of ``steps`` noisy-SGD steps (1 of n, noise multiplier z = σ/(2nL)), replace-one,
+    from the PLD of the dominating pair (an upper bound: pessimistic discretisation).
+
+    ``interval`` is the spacing of the privacy-loss grid (default :func:`pld_interval`); a
+    coarser grid gives a larger (still valid) ε. The FFT runs in long double when double's
+    rounding allowance would exceed 1e-3·δ (e.g. T = 10⁸ at δ = 1e-6).
+    """
+    z, n, steps, delta = float(z), int(n), int(steps), float(delta)
+    if interval is None and z > 0 and steps > 0:
+        interval = pld_interval(z, n, steps)
+    return _epsilon_pld(z, n, steps, delta, None if interval is None else float(interval))
+
+
+@functools.lru_cache(maxsize=4096)
+def _epsilon_pld(z: float, n: int, steps: int, delta: float, interval: float | None) -> float:
+    _check(n, steps, delta)
+    if steps == 0:
+        return 0.0
+    if not z > 0:
+        return math.inf
+    lower, probs, infinity = _composed(z, n, steps, interval, _use_long_double(steps, delta))
+    return _epsilon_of(lower, probs, infinity, interval, delta)
+
+
+#: Below this noise multiplier (μ = 1/z > 4: per-step losses of hundreds of nats, met only when
+#: calibrating ε in the hundreds or more, e.g. the ε → ∞ check) the PLD grid is not built; the
+#: RDP accountant, certified as well, is used instead.
+PLD_MIN_Z = 0.25
+_PLD_FAILURES = (OverflowError, ValueError, FloatingPointError, MemoryError)
+
+
+def noisy_sgd_epsilon_certified(z: float, n: int, steps: int, delta: float) -> tuple[float, str]:
+    """(ε, accounting) of ``steps`` noisy-SGD steps: the PLD of the dominating pair when
+    z ≥ :data:`PLD_MIN_Z` (the tighter certified bound), else the RDP accountant."""
+    if z >= PLD_MIN_Z:
+        try:
+            return noisy_sgd_epsilon_pld(z, n, steps, delta), ACCOUNTING_PLD
+        except _PLD_FAILURES:
+            pass
+    return noisy_sgd_epsilon(z, n, steps, delta), ACCOUNTING
+
+
+def calibrate_noisy_sgd_certified(epsilon: float, delta: float, n: int, steps: int) -> float:
+    """The smallest z whose :func:`noisy_sgd_epsilon_certified` ε is ≤ ``epsilon``: the PLD
+    calibration when it lands at z ≥ :data:`PLD_MIN_Z`, else the RDP one."""
+    try:
+        z = calibrate_noisy_sgd_pld(epsilon, delta, n, steps)
+        if z >= PLD_MIN_Z or steps == 0:
+            return z
+    except _PLD_FAILURES:
+        pass
+    return calibrate_noisy_sgd(epsilon, delta, n, steps)
+
+
+@functools.lru_cache(maxsize=256)
+def noisy_sgd_profile(z: float, n: int, steps: int, delta: float) -> PrivacyProfile:
+    """The whole privacy profile δ(ε) of ``steps`` noisy-SGD steps from the PLD of the
+    dominating pair, on :data:`~dpbench.privacy.profile.PROFILE_EPSILONS` (upper bounds: the
+    pessimistic grid and the rounding allowance), with the RDP accountant's ε at ``delta`` kept
+    beside it (``epsilon_rdp``). What :class:`~dpbench.algorithms.noisy_sgd.NoisySGD` states in
+    its ledger, and what the privacy audit tests (docs/bst14.md, 'Which accountant is
+    certified')."""
+    z, n, steps = float(z), int(n), int(steps)
+    rdp = noisy_sgd_epsilon(z, n, steps, delta)
+    if steps == 0:
+        return PrivacyProfile("pld", (0.0,), (0.0,), ACCOUNTING_PLD, epsilon_rdp=rdp)
+    interval = pld_interval(z, n, steps)
+    lower, probs, infinity = _composed(z, n, steps, interval, _use_long_double(steps, delta))
+    losses = (lower + np.arange(probs.size)) * interval
+    upper = np.append(infinity + np.cumsum(probs[::-1])[::-1], infinity)
+    lower_q = np.append(np.cumsum((probs * np.exp(-losses))[::-1])[::-1], 0.0)
+    j = np.searchsorted(losses, PROFILE_EPSILONS, side="right")  # first loss > ε
+    deltas = np.clip(upper[j] - np.exp(PROFILE_EPSILONS) * lower_q[j], 0.0, 1.0)
+    return PrivacyProfile("pld", tuple(PROFILE_EPSILONS.tolist()),
+                          tuple(np.minimum.accumulate(deltas).tolist()), ACCOUNTING_PLD,
+                          epsilon_rdp=rdp)
+
+
+def calibrate_noisy_sgd_pld(epsilon: float, delta: float, n: int, steps: int) -> float:
+    """The smallest z (to relative precision ~1e-5) with ``noisy_sgd_epsilon_pld(z, …) ≤ epsilon``.
+
+    Same contract and root-finding as :func:`calibrate_noisy_sgd`: the returned z was evaluated
+    and satisfies ``noisy_sgd_epsilon_pld(z, n, steps, delta) <= epsilon``. Returns 0.0 when
+    ``steps == 0``.
+    """
+    return _calibrate_pld(float(epsilon), float(delta), int(n), int(steps))
+
+
+@functools.lru_cache(maxsize=1024)
+def _calibrate_pld(epsilon: float, delta: float, n: int, steps: int) -> float:
+    return _smallest_z(lambda z: noisy_sgd_epsilon_pld(z, n, steps, delta), epsilon, delta, n,
+                       steps)

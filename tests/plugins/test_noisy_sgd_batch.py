@@ -57,12 +57,12 @@ class HalfSigmaBatch(NoisySGD):
 
     def run_batch(self, data, problem, *, epsilon, delta, rng, size):  # type: ignore[no-untyped-def]
         L = float(problem.lipschitz)
-        T, z, sigma, eps_spent = self._noise(data.n, L, epsilon, delta)
+        T, z, sigma, eps_spent, accounting = self._noise(data.n, L, epsilon, delta)
         thetas = noisy_sgd_chains(
             problem, data, constraint=problem.constraint, steps=T, sigma=sigma / 2, lipschitz=L,
             variant=self.variant, strong_convexity=float(problem.strong_convexity),
             output=self.output, rng=rng, size=size)
-        return BatchRelease(thetas, self._ledger(T, z, eps_spent, delta))
+        return BatchRelease(thetas, self._ledger(T, z, eps_spent, delta, data.n, accounting))
 
 
 def test_broken_batch_path_fails_the_check() -> None:
