@@ -26,6 +26,8 @@ from typing import Any
 
 #: Message a child sends when a cell enters a new phase (the cell's hard deadline restarts).
 _HEARTBEAT = "heartbeat"
+#: Longest single wait on the child's pipe (a deadline further away is waited for in slices).
+_MAX_POLL_S = 86400.0
 
 
 def grace_s(limit_s: float) -> float:
@@ -232,7 +234,10 @@ def _collect(child: _Child, start: int, n: int, out: list[Any], limit_s: float |
     deadline = None if budget is None else time.monotonic() + budget
     while i < n:
         wait = None if deadline is None else max(0.0, deadline - time.monotonic())
-        if not child.conn.poll(wait):
+        # poll() takes at most ~24 days (milliseconds in a C int): wait in slices of a day.
+        if not child.conn.poll(None if wait is None else min(wait, _MAX_POLL_S)):
+            if deadline is not None and time.monotonic() < deadline:
+                continue
             child.kill()
             _drop_child()
             out[i] = Killed(hard_timeout_message(limit_s or 0.0))

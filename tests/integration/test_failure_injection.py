@@ -165,3 +165,10 @@ def test_losing_the_scheduler_exits_3_and_a_rerun_completes(workspace: tf.Worksp
     outcome = tf.kill_scheduler(workspace)
     _assert_passed(outcome, "last run interrupted: SchedulerLost: lost the scheduler")
     assert "exit code 3" in outcome.notes and "resume exit code 0" in outcome.notes
+
+
+def test_a_deadline_beyond_what_poll_accepts_is_waited_for_in_slices() -> None:
+    """An audit batch of 50 000 runs under the default per-cell limit may take 2·50 000·3600 s:
+    far more than poll() accepts (~24 days); the items still complete normally."""
+    out = run_isolated(_items, "none", 3, 3.6e8, None)
+    assert [o[0] for o in out] == [0, 1, 2]
