@@ -20,7 +20,7 @@ from dpbench.algorithms.output_perturbation import OutputPerturbation, SolverGap
 from dpbench.core.errors import NotApplicable, UserInputError
 from dpbench.core.problem import Dataset, Optimum
 from dpbench.core.ratecard import RateCard
-from dpbench.privacy.accountant import noisy_sgd_epsilon
+from dpbench.privacy.accountant import noisy_sgd_epsilon, noisy_sgd_epsilon_pld
 from dpbench.privacy.noise import gamma_norm_noise, gaussian_noise
 from dpbench.problems.lb_lin import LBLin
 from dpbench.problems.lb_quad import LBQuad
@@ -108,7 +108,8 @@ def test_noisy_sgd_counters_ledger_and_info() -> None:
     T = 30 * 30 - 1
     assert r.grad_queries == r.iterations == CountingLBLin.calls == T
     assert 0.99 <= r.ledger.epsilon <= 1.0 and r.ledger.delta == DELTA
-    assert r.ledger.epsilon == noisy_sgd_epsilon(r.info["z"], 30, T, DELTA)
+    assert r.ledger.epsilon == noisy_sgd_epsilon_pld(r.info["z"], 30, T, DELTA)
+    assert r.ledger.profile.epsilon_rdp == noisy_sgd_epsilon(r.info["z"], 30, T, DELTA)
     assert r.info["sigma"] == pytest.approx(2 * 30 * prob.lipschitz * r.info["z"])
     assert "RDP" in r.ledger.accounting
     # Paper mode: same δ, accounted ε well below the nominal one (docs/bst14.md, accountant table).
