@@ -302,6 +302,22 @@ class Suite:
 
 # --- validation -------------------------------------------------------------------------------
 
+def _check_rate_card(errs: Errors, path: str, name: str, instance: Any) -> None:
+    """A plugin's rate card must build (it is stored with the results and read back by the
+    analysis): a card that raises, or is not a RateCard, is a bad plugin declaration — exit 2
+    before the store exists, not a traceback after."""
+    from ..core.ratecard import RateCard
+
+    try:
+        card = instance.rate_card()
+    except Exception as exc:  # noqa: BLE001 (any failure of plugin code is reported, not raised)
+        errs.add(path, f"{name}.rate_card() fails: {type(exc).__name__}: {str(exc)[:300]}")
+        return
+    if card is not None and not isinstance(card, RateCard):
+        errs.add(path, f"{name}.rate_card() must return a RateCard or None, got "
+                       f"{type(card).__name__}")
+
+
 def _validate_experiment(errs: Errors, path: str, raw: Any, default_seeds: int,
                          ) -> Experiment | None:
     if not isinstance(raw, dict):
@@ -400,6 +416,7 @@ def _validate_experiment(errs: Errors, path: str, raw: Any, default_seeds: int,
             resolved = instance.get_params()
             fixed = {k: resolved[k] for k in resolved if k not in own}
             algo_specs.append(AlgorithmSpec(lab, nm, fixed, cls))
+            _check_rate_card(errs, f"{path}.algorithms[{lab}]", nm, instance)
         except UserInputError as exc:
             errs.add(f"{path}.algorithms[{lab}].params", str(exc))
         check_privacy_kind(errs, f"{path}.algorithms[{lab}]", nm, privacy, deltas)

@@ -118,6 +118,23 @@ def _free_port(d: Path) -> None:
     s.close()
 
 
+def _bad_card_plugin(d: Path) -> None:
+    """Register a mechanism whose rate card expression is outside the grammar."""
+    from typing import ClassVar
+
+    from dpbench.algorithms.output_perturbation import OutputPerturbation
+    from dpbench.core.ratecard import RateCard
+    from dpbench.core.registry import register
+
+    class BadCard(OutputPerturbation):
+        name: ClassVar[str] = "bad_card_mechanism"
+
+        def rate_card(self) -> RateCard:
+            return RateCard(expression="n.__class__", exponents={}, citation="")
+
+    register("algorithms", BadCard)
+
+
 def _other_store(d: Path) -> None:
     other = json.loads(json.dumps(GOOD))
     other["root_seed"] = 2
@@ -177,6 +194,9 @@ BAD_INPUTS: tuple[Bad, ...] = (
     Bad("grid-empty", "an empty axis", "empty grid", _grid(n=[])),
     Bad("grid-unknown-axis", "an axis no plugin declares", "unknown axis", _grid(lr=[0.1])),
     Bad("pure-with-delta", "a pure mechanism at δ > 0", "pure", _grid(delta=[1e-5])),
+    Bad("plugin-bad-rate-card", "a plugin whose rate card is outside the grammar",
+        "bad_card_mechanism.rate_card() fails",
+        _exp(algorithms=[{"algorithm": "bad_card_mechanism"}]), setup=_bad_card_plugin),
     # --- options --------------------------------------------------------------------------------
     Bad("workers-negative", "--workers -1", "--workers must be >= 0", GOOD,
         args=("--workers", "-1")),
@@ -275,6 +295,9 @@ def test_bad_input_exits_2_and_writes_nothing(bad: Bad, tmp_path: Path,
             code = exc.code
     finally:
         os.chdir(cwd)
+    from dpbench.core.registry import available
+
+    available("algorithms").pop("bad_card_mechanism", None)  # registered by one setup only
     err = capsys.readouterr().err
     assert code == 2, (code, err)
     assert bad.fragment in err, err
