@@ -22,6 +22,19 @@ from ..core.errors import UserInputError
 from ..engine.backends.base import BACKENDS
 
 EXIT_OK, EXIT_FAILED_CELLS, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 3
+#: Ctrl-C (SIGINT) and SIGTERM (what a batch system sends at walltime, and ``timeout``): the
+#: shell's 128 + signal number. The run is recorded as interrupted and resumes with the same
+#: command (docs/reliability.md, 'Signals').
+EXIT_SIGINT, EXIT_SIGTERM = 130, 143
+
+
+class Terminated(BaseException):
+    """Raised in the main thread on SIGTERM, so that clean-up (closing the cluster, recording
+    the interruption in the store's run log, releasing the writer lock) runs as for Ctrl-C."""
+
+
+def _on_sigterm(signum: int, frame: Any) -> None:
+    raise Terminated(f"signal {signum} (SIGTERM)")
 #: Sentinel of ``run --report`` without a path: ``reports/<suite name>.html``.
 DEFAULT_REPORT = "<default>"
 
@@ -347,6 +360,13 @@ def main(argv: Sequence[str] | None = None) -> int:
                "status": _cmd_status, "report": _cmd_report, "check": _cmd_check,
                "profile": _cmd_profile, "new-plugin": _cmd_new_plugin,
                "audit": _cmd_audit}[args.command]
+    previous = None
+    if args.command in ("run", "audit"):
+        import signal
+        import threading
+
+        if threading.current_thread() is threading.main_thread():
+            previous = signal.signal(signal.SIGTERM, _on_sigterm)
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("default")
@@ -357,7 +377,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_USAGE
     except KeyboardInterrupt:
         print("dpbench: interrupted; run the same command again to resume", file=sys.stderr)
-        return 130
+        return EXIT_SIGINT
+    except Terminated:
+        print("dpbench: terminated (SIGTERM); run the same command again to resume",
+              file=sys.stderr)
+        return EXIT_SIGTERM
     except Exception as exc:
         from ..core.errors import SchedulerLost
 
@@ -365,6 +389,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             raise
         print(f"dpbench {args.command}: error: {exc}", file=sys.stderr)
         return EXIT_INTERRUPTED
+    finally:
+        if previous is not None:
+            import signal
+
+            signal.signal(signal.SIGTERM, previous)
 
 
 if __name__ == "__main__":

@@ -98,3 +98,38 @@ def test_sigkill_a_worker_mid_run_loses_and_duplicates_nothing(tmp_path: Path) -
     assert len(seen_keys) == len(set(seen_keys)), "a task was consumed twice"
     assert summary.computed == int(np.prod(open_cube(ref, "e").status.shape))
     assert_cubes_identical(ref, store, ["e"])
+
+
+@pytest.mark.slow
+def test_sigterm_mid_run_exits_143_records_the_interruption_and_resumes(tmp_path: Path) -> None:
+    """SIGTERM (a batch system's walltime, ``timeout``) ends the run like Ctrl-C: exit 143, the
+    cluster closed, the interruption in the run log, the lock released; the same command resumes
+    to the uninterrupted cube (docs/reliability.md, 'Signals')."""
+    import json
+
+    from dpbench.store.cube import ROOT_KEY
+    from dpbench.store.lock import lock_path
+
+    suite_file = tmp_path / "slow.yaml"
+    suite_file.write_text(SLOW_SUITE)
+    ref = tmp_path / "ref.zarr"
+    run_suite(parse_suite(SLOW_SUITE), ref, workers=0, progress=False)
+    total = int(np.prod(open_cube(ref, "e").status.shape))
+    store = tmp_path / "term.zarr"
+    cmd = [sys.executable, "-m", "dpbench", "run", str(suite_file), "--store", str(store),
+           "--workers", "1", "--quiet"]
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    deadline = time.time() + 120
+    while _done_cells(store) == 0 and time.time() < deadline and proc.poll() is None:
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGTERM)
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 143, err
+    assert "terminated (SIGTERM)" in err and "Traceback" not in err
+    assert 0 < _done_cells(store) < total, "the signal must land mid-run"
+    runs = json.loads((store / "zarr.json").read_text())["attributes"][ROOT_KEY]["runs"]
+    assert "Terminated" in runs[-1].get("interrupted", ""), runs[-1]
+    assert not lock_path(store).exists()
+    out = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr
+    assert_cubes_identical(ref, store, ["e"])
