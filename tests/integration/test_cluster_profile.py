@@ -109,7 +109,8 @@ def test_shipped_profiles_are_valid_once_filled_in(name: str, family: str,
     prof = load_profile(_filled(tmp_path, name))
     assert prof.family == family
     if family == "jobqueue":
-        assert prof.adapt == {"minimum_jobs": 0, "maximum_jobs": 10}
+        assert prof.adapt == {"minimum_jobs": 0, "maximum_jobs": 10, "wait_count": 10}
+        assert prof.kwargs["processes"] == 1 and prof.kwargs["python"] == "python3"
         assert prof.kwargs["cores"] == prof.kwargs["processes"]
 
 
@@ -122,7 +123,9 @@ def _job_script(capsys: pytest.CaptureFixture[str], profile: Path) -> str:
 
 def _check_worker_command(script: str, walltime_s: float) -> None:
     worker = next(line for line in script.splitlines() if "dask_worker" in line)
-    assert "--nthreads 1 " in worker and "--nworkers 8" in worker
+    # one single-threaded worker per job (no churn), run by python3 on the job's PATH
+    assert "--nthreads 1 " in worker and "--nworkers" not in worker
+    assert worker.startswith("python3 -m distributed.cli.dask_worker")
     life = _seconds(re.search(r"--lifetime (\S+)", worker).group(1))
     stagger = _seconds(re.search(r"--lifetime-stagger (\S+)", worker).group(1))
     assert 0 < life + stagger < walltime_s
@@ -132,7 +135,7 @@ def test_slurm_job_script(capsys: pytest.CaptureFixture[str], no_batch_system: P
                           tmp_path: Path) -> None:
     pytest.importorskip("dask_jobqueue")
     script = _job_script(capsys, _filled(tmp_path, "slurm"))
-    for directive in ("#SBATCH -t 01:00:00", "#SBATCH --cpus-per-task=8", "#SBATCH --mem=30G",
+    for directive in ("#SBATCH -t 01:00:00", "#SBATCH --cpus-per-task=1", "#SBATCH --mem=4G",
                       "#SBATCH -p compute", "#SBATCH -A proj42",
                       "#SBATCH --output=dpbench-worker-%j.out"):
         assert directive in script.splitlines(), directive
@@ -145,7 +148,7 @@ def test_pbs_job_script(capsys: pytest.CaptureFixture[str], no_batch_system: Pat
                         tmp_path: Path) -> None:
     pytest.importorskip("dask_jobqueue")
     script = _job_script(capsys, _filled(tmp_path, "pbs"))
-    for directive in ("#PBS -l walltime=01:00:00", "#PBS -l select=1:ncpus=8:mem=30GB",
+    for directive in ("#PBS -l walltime=01:00:00", "#PBS -l select=1:ncpus=1:mem=3815MB",
                       "#PBS -q workq", "#PBS -A proj42", "#PBS -j oe"):
         assert directive in script.splitlines(), directive
     _check_worker_command(script, 3600)
