@@ -445,6 +445,23 @@ def load_profile(path: str | Path) -> Profile:
     return prof
 
 
+#: The submission command each dask-jobqueue class needs on the client's PATH.
+SUBMIT_COMMANDS = {"SLURMCluster": "sbatch", "PBSCluster": "qsub", "SGECluster": "qsub",
+                   "LSFCluster": "bsub", "OARCluster": "oarsub", "HTCondorCluster": "condor_submit"}
+
+
+def check_submit_command(prof: Profile, source: str | Path) -> None:
+    """A batch-system profile needs its submission command here (the client submits the jobs):
+    without it dask-jobqueue retries the submission forever, so it is refused up front."""
+    import shutil
+
+    command = SUBMIT_COMMANDS.get(prof.cls) if prof.family == "jobqueue" else None
+    if command is not None and shutil.which(command) is None:
+        raise UserInputError(f"{source}: cluster.class {prof.cls} submits jobs with {command!r}, "
+                             f"which is not on this machine's PATH; run the client on a node of "
+                             "the cluster (a login node), or use another profile")
+
+
 def cluster_class(prof: Profile, source: str | Path) -> type:
     """The cluster-manager class a profile names (a clear error if it cannot be imported, or is
     not an allowed dask cluster manager)."""

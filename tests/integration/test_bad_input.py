@@ -86,6 +86,16 @@ def _profile(text: str) -> Callable[[Path], None]:
     return lambda d: (d / "profile.yaml").write_text(text)
 
 
+def _no_sbatch_on_path(d: Path) -> None:
+    """PATH without any directory holding sbatch (restored by the test's monkeypatch)."""
+    import shutil
+
+    keep = [p for p in os.environ["PATH"].split(os.pathsep)
+            if p and not (Path(p) / "sbatch").exists()]
+    os.environ["PATH"] = os.pathsep.join(keep)
+    assert shutil.which("sbatch") is None
+
+
 def _locked(d: Path) -> None:
     lock = StoreLock(d / "s.zarr", "dpbench run other")
     lock.acquire()
@@ -227,6 +237,12 @@ BAD_INPUTS: tuple[Bad, ...] = (
                        " processes: 1, memory: 1GB, queue: CHANGE-ME-partition, walltime: "
                        "'01:00:00', worker_extra_args: [--lifetime, 50m, --lifetime-stagger, "
                        "4m]}}")),
+    Bad("profile-no-sbatch", "--cluster SLURM profile on a machine without sbatch",
+        "which is not on this machine's PATH", GOOD, args=("--cluster", "{dir}/profile.yaml"),
+        setup=lambda d: (_profile(
+            "cluster: {module: dask_jobqueue, class: SLURMCluster, kwargs: {cores: 1, "
+            "processes: 1, memory: 1GB, queue: q, walltime: '01:00:00', worker_extra_args: "
+            "[--lifetime, 50m, --lifetime-stagger, 4m]}}")(d), _no_sbatch_on_path(d))),
     # --- the store ------------------------------------------------------------------------------
     Bad("store-is-file", "--store names a file", "is a file", GOOD,
         setup=lambda d: (d / "s.zarr").write_text("x")),
@@ -267,7 +283,9 @@ def _listing(d: Path) -> dict[str, tuple[int, int]]:
 
 @pytest.mark.parametrize("bad", BAD_INPUTS, ids=[b.id for b in BAD_INPUTS])
 def test_bad_input_exits_2_and_writes_nothing(bad: Bad, tmp_path: Path,
-                                              capsys: pytest.CaptureFixture[str]) -> None:
+                                              capsys: pytest.CaptureFixture[str],
+                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("PATH", os.environ["PATH"])  # restored after setups that change it
     d = tmp_path / "w"
     d.mkdir()
     suite = d / "suite.yaml"

@@ -73,8 +73,15 @@ class Connection:
                 raise UserInputError(f"{', '.join(given)} needs --backend dask "
                                      f"(got --backend {self.backend})")
             return
-        from ...config.cluster import check_cluster_source, cluster_class, load_profile
+        from ...config.cluster import (
+            check_cluster_source,
+            check_submit_command,
+            cluster_class,
+            load_profile,
+        )
 
         if self.profile is not None:
-            cluster_class(load_profile(self.profile), self.profile)
+            prof = load_profile(self.profile)
+            cluster_class(prof, self.profile)
+            check_submit_command(prof, self.profile)
         check_cluster_source(self.scheduler, self.scheduler_file)
