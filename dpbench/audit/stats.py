@@ -221,13 +221,16 @@ def _select(sel0: np.ndarray, sel1: np.ndarray, score_fn) -> tuple[str, str, flo
     ts = np.unique(np.concatenate([np.quantile(pooled, qs), pooled[ranks],
                                    pooled[pooled.size - 1 - ranks]]))
     atoms = _atoms(sel0, sel1)
+    counts = {False: _counts(sel0, sel1, ts),
+              True: _counts(sel0, sel1, atoms) if atoms.size else None}
     n = sel0.size
     best: tuple[float, str, str, float] = (-math.inf, "gt", "10", float(ts[0]))
-    for (side, orient), _ in _counts(sel0, sel1, ts[:1]).items():
-        cand = atoms if side == "eq" else ts
-        if cand.size == 0:
+    for side, orient in EVENTS:
+        is_atom = side == "eq"
+        if counts[is_atom] is None:
             continue
-        k_num, k_den = _counts(sel0, sel1, cand)[(side, orient)]
+        cand = atoms if is_atom else ts
+        k_num, k_den = counts[is_atom][(side, orient)]
         vals = score_fn(k_num, k_den, n)
         i = int(np.argmax(vals))
         if vals[i] > best[0]:

@@ -156,11 +156,17 @@ class Algorithm(Parametrized):
         return None
 
     @classmethod
+    def _defined_at_or_below_run(cls, method: str) -> bool:
+        """Whether ``method`` is overridden at or below the class that defines ``run`` (a fast
+        path written for one ``run`` must not serve a subclass that replaced it)."""
+        owner = next(k for k in cls.__mro__ if method in vars(k))
+        run = next(k for k in cls.__mro__ if "run" in vars(k))
+        return owner is not Algorithm and issubclass(owner, run)
+
+    @classmethod
     def _has_fast_path(cls) -> bool:
         """Whether ``run_many`` is defined at or below the class that defines ``run``."""
-        many = next(k for k in cls.__mro__ if "run_many" in vars(k))
-        run = next(k for k in cls.__mro__ if "run" in vars(k))
-        return many is not Algorithm and issubclass(many, run)
+        return cls._defined_at_or_below_run("run_many")
 
     def run_batch(
         self, data: Dataset, problem: Problem, *, epsilon: float, delta: float,
@@ -184,9 +190,7 @@ class Algorithm(Parametrized):
     @classmethod
     def _has_batch_path(cls) -> bool:
         """Whether ``run_batch`` is defined at or below the class that defines ``run``."""
-        batch = next(k for k in cls.__mro__ if "run_batch" in vars(k))
-        run = next(k for k in cls.__mro__ if "run" in vars(k))
-        return batch is not Algorithm and issubclass(batch, run)
+        return cls._defined_at_or_below_run("run_batch")
 
     def release_batch(
         self, data: Dataset, problem: Problem, *, epsilon: float, delta: float,

@@ -105,10 +105,6 @@ def _interpret(node: ast.expr, env: Mapping[str, np.ndarray]) -> Any:
     return _ALLOWED_FUNCS[node.func.id](*(_interpret(a, env) for a in node.args))
 
 
-def _compile(expression: str) -> ast.expr:
-    return _parse(expression)
-
-
 @dataclass(frozen=True)
 class RateCard:
     """A theoretical excess-risk bound (average scale), stored as data."""
@@ -124,8 +120,8 @@ class RateCard:
     variables: tuple[str, ...] = field(default=("n", "p", "epsilon", "delta"))
 
     def __post_init__(self) -> None:
-        _compile(self.expression)
-        _compile(self.cap)
+        _parse(self.expression)
+        _parse(self.cap)
 
     def names(self) -> set[str]:
         """Names the expression and the cap refer to."""
