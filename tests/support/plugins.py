@@ -50,20 +50,54 @@ def dpbench(*args: str, cwd: Path | None = None, timeout: float = 120
 
 
 @contextmanager
+def _holding(lock: Path) -> Iterator[None]:
+    import fcntl
+
+    with open(lock, "a+") as fh:
+        fcntl.flock(fh, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(fh, fcntl.LOCK_UN)
+
+
+@contextmanager
 def installed(path: Path, distribution: str, modules: Sequence[str] = ()) -> Iterator[Path]:
     """The package at ``path`` installed for the duration of the block, then uninstalled.
 
     ``modules`` are the top-level packages it builds (their ``*.egg-info`` directories are
-    removed afterwards when the build created them, as is ``build/``).
+    removed afterwards when the build created them, as is ``build/``). The pytest-xdist workers
+    share one environment, so users are counted across processes (a file lock and a count in the
+    venv): the first installs, the last uninstalls, and no worker pulls the package from under
+    another one's subprocess.
     """
+    import json
+    import os
+
     needs_build_backend()
+    state = Path(sys.prefix) / f".dpbench-test-{distribution}.json"
+    lock = state.with_suffix(".lock")
+    # One pytest run's workers share PYTEST_XDIST_TESTRUNUID; a count left by a killed run is
+    # ignored (that run's users are gone).
+    run = os.environ.get("PYTEST_XDIST_TESTRUNUID", f"pid-{os.getpid()}")
     artefacts = [path / "build", *(path / f"{m}.egg-info" for m in modules)]
-    existed = {a: a.exists() for a in artefacts}
-    pip_install(path)
+    with _holding(lock):
+        doc = json.loads(state.read_text()) if state.exists() else {}
+        if doc.get("run") != run or doc.get("users", 0) <= 0:
+            doc = {"run": run, "users": 0,
+                   "existed": {str(a): a.exists() for a in artefacts}}
+            pip_install(path)
+        doc["users"] += 1
+        state.write_text(json.dumps(doc))
     try:
         yield path
     finally:
-        pip("uninstall", "-y", "-q", distribution)
-        for a in artefacts:
-            if not existed[a]:
-                shutil.rmtree(a, ignore_errors=True)
+        with _holding(lock):
+            doc = json.loads(state.read_text())
+            doc["users"] -= 1
+            state.write_text(json.dumps(doc))
+            if doc["users"] == 0:
+                pip("uninstall", "-y", "-q", distribution)
+                for a in artefacts:
+                    if not doc["existed"].get(str(a), True):
+                        shutil.rmtree(a, ignore_errors=True)
