@@ -1,12 +1,13 @@
-"""Client memory vs suite size: peak RSS of planning a run (validate, expand, pack).
+"""Client memory vs suite size: peak RSS of planning a run and streaming its tasks.
 
-Before it submits anything, ``dpbench run`` validates the suite, expands every experiment into
-chunks and packs them into tasks (:mod:`dpbench.engine.plan`). This benchmark measures the peak
-resident memory of exactly that, in a fresh process per size, for a trivial suite (the
-non-private reference on LB-Quad, 10 seeds per cell) of 10⁴, 10⁵ and 10⁶ cells (the default
-``max_cells``), and prints the ratio to the smallest. Issue 16's target is a ratio ≤ 1.5 at 10⁶
-(streaming expansion under the submission window); the planner builds the whole task list up
-front today, so the figure shows how far it is.
+``dpbench run`` validates the suite, plans every experiment (:func:`dpbench.engine.plan.plan_suite`:
+one pass over the grid that instantiates every configuration and keeps compact per-chunk arrays)
+and then builds the tasks one at a time as the backend's submission window frees up. This
+benchmark measures the peak resident memory of exactly that client-side work — the plan, then
+every task built in submission order and dropped once "submitted", with a window of 64 tasks
+held — in a fresh process per size, for a trivial suite (the non-private reference on LB-Quad,
+10 seeds per cell) of 10⁴, 10⁵ and 10⁶ cells (the default ``max_cells``), and prints the ratio to
+the smallest. The target (issue 16) is a ratio ≤ 1.5 at 10⁶.
 
 Run: ``python benchmarks/bench_client_memory.py``.
 """
@@ -17,13 +18,14 @@ import json
 import subprocess
 import sys
 
-SIZES = (10_000, 100_000, 1_000_000)
-SEEDS = 10
+#: (cells, seeds per grid point): the issue's three sizes at 10 seeds, then the worst case for the
+#: per-chunk arrays, 10⁶ cells of one seed each (10⁶ chunks).
+SIZES = ((10_000, 10), (100_000, 10), (1_000_000, 10), (1_000_000, 1))
 
 CHILD = r"""
-import json, resource, sys, time
+import collections, json, resource, sys, time
 from dpbench.config.suite import parse_suite
-from dpbench.engine.plan import expand, pack
+from dpbench.engine.plan import plan_suite
 cells, seeds = int(sys.argv[1]), int(sys.argv[2])
 points = cells // seeds
 n_values = min(points, 1000)
@@ -41,27 +43,32 @@ experiments:
 base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
 t0 = time.perf_counter()
 suite = parse_suite(text)
-chunks = [c for e in suite.experiments for c in expand(suite, e)[0]]
-tasks = pack(chunks)
-print(json.dumps({"cells": suite.n_cells, "tasks": len(tasks), "seconds": time.perf_counter() - t0,
+plan = plan_suite(suite)
+window = collections.deque(maxlen=64)  # the tasks a backend holds in flight
+n_tasks = 0
+for task in plan.tasks():
+    window.append(task)
+    n_tasks += 1
+assert sum(len(c.seeds) for t in window for c in t.chunks) <= plan.n_cells == suite.n_cells
+print(json.dumps({"cells": suite.n_cells, "tasks": n_tasks, "seconds": time.perf_counter() - t0,
                   "base_mb": base / 1024,
                   "peak_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
 """
 
 
-def measure(cells: int) -> dict[str, float]:
-    out = subprocess.run([sys.executable, "-c", CHILD, str(cells), str(SEEDS)],
+def measure(cells: int, seeds: int) -> dict[str, float]:
+    out = subprocess.run([sys.executable, "-c", CHILD, str(cells), str(seeds)],
                          capture_output=True, text=True, check=True)
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
 def main() -> None:
-    rows = [measure(c) for c in SIZES]
-    first = rows[0]["peak_mb"]
-    for r in rows:
-        print(f"{r['cells']:>9,} cells: {r['tasks']:>7,} tasks, planning {r['seconds']:.1f} s, "
+    rows = [(seeds, measure(c, seeds)) for c, seeds in SIZES]
+    first = rows[0][1]["peak_mb"]
+    for seeds, r in rows:
+        print(f"{r['cells']:>9,} cells x {seeds:>2} seeds: {r['tasks']:>7,} tasks, planning {r['seconds']:.1f} s, "
               f"client peak RSS {r['peak_mb']:.0f} MB (after imports {r['base_mb']:.0f} MB), "
-              f"{r['peak_mb'] / first:.2f}x the {rows[0]['cells']:,}-cell figure")
+              f"{r['peak_mb'] / first:.2f}x the {rows[0][1]['cells']:,}-cell figure")
 
 
 if __name__ == "__main__":

@@ -19,9 +19,22 @@ logistic with ridge 0.5, ε = 1, δ = 1e-5; ``--audit-runs`` runs, default 100 0
 each also as runs per side per audit point per minute (an audit point runs both sides, so that is
 runs/s × 60 / 2; target ≥ 10⁶ on 2 cores).
 
+Against a hand-written numba loop (issue 17: NoisySGD ≤ 1.2× the hand loop at p = 10):
+
+(g) ns/step of the real compiled path (``noisy_sgd_path``, output "last", Lipschitz steps, the
+    accountant σ above) and of a hand-written ``@njit`` loop of projected SGD on the same problem
+    (the index and the p normals drawn per step with numpy's Generator inside the loop, the
+    gradient written inline, clip, a closed-form ball projection), on LB-Lin (the BST14 hard
+    instance) and on logistic regression, at p = 10 and p = 100, same n and T, both warmed up,
+    interleaved, median of ``--repeats`` runs; wall-clock and process CPU time (the CPU figure is
+    the robust one on a loaded machine); the ratio NoisySGD / hand loop;
+(h) first call of the compiled path in a fresh process: with an empty ``NUMBA_CACHE_DIR`` (cold:
+    compiles and writes the cache) and again with the cache that wrote (warm: loads it).
+
 Run: ``python benchmarks/bench_noisy_sgd.py [--steps 2000000] [--numpy-steps 50000]
-[--audit-runs 100000] [--cores 2]``. Each figure is printed on a line of its own, then the
-speed-ups of (a) over (b) and over (c), then the audit section.
+[--audit-runs 100000] [--cores 2] [--hand-steps 1000000] [--repeats 7]
+[--only throughput,audit,hand,first-call]``. Each figure is printed on a line of its own, then
+the speed-ups of (a) over (b) and over (c), then the audit section, then (g) and (h).
 """
 
 from __future__ import annotations
@@ -29,8 +42,11 @@ from __future__ import annotations
 import argparse
 import math
 import multiprocessing
+import os
+import subprocess
+import sys
+import tempfile
 import time
-import types
 
 import numpy as np
 from numba import njit
@@ -82,19 +98,16 @@ def compiled_rate(steps: int, seeds: int) -> tuple[float, float, float]:
 
 
 def _fresh_compile_seconds(problem: LBLin, data: Dataset, sigma: float) -> float:
-    """Time to compile the step loop from scratch (new uncached dispatchers of ``_sgd_steps`` and
-    of the steps it calls, ``_sgd_run_steps``; one tiny call)."""
-    steps = noisy_sgd._sgd_steps.py_func
-    scope = {**steps.__globals__,
-             "_sgd_run_steps": njit(cache=False)(noisy_sgd._sgd_run_steps.py_func)}
-    fresh = njit(cache=False)(types.FunctionType(steps.__code__, scope, steps.__name__))
+    """Time to compile the step loop from scratch (new uncached loops specialised to the kernel,
+    ``noisy_sgd._compiled_loops(grad, cache=False)``; one tiny call)."""
     kernel = problem.kernel()
+    fresh = noisy_sgd._compiled_loops(kernel.grad, cache=False)[0]
     X, y = kernel_arrays(data)
     theta, acc = np.zeros(P), np.zeros(P)
     centers, radii = np.zeros((1, P)), np.ones(1)
     t0 = time.perf_counter()
-    fresh(kernel.grad, X, y, kernel.prm, np.random.default_rng(0), theta, acc, 1, 1, 4, 0.1,
-          True, 1.0, sigma, 2, centers, radii, 0.0, 0)
+    fresh(X, y, kernel.prm, np.random.default_rng(0), theta, acc, 1, 1, 4, 0.1, True, 1.0, sigma,
+          2, centers, radii, 0.0, 0)
     return time.perf_counter() - t0
 
 
@@ -200,6 +213,155 @@ def audit_batch_rate_parallel(runs: int, cores: int) -> float:
     return share * cores / max(seconds)
 
 
+# --- (g) against a hand-written numba loop --------------------------------------------------------
+HAND_N = 1000
+
+
+@njit(cache=False)
+def hand_loop_lblin(X, rng, theta, steps, c, clip, sigma, radius):  # type: ignore[no-untyped-def]
+    """Projected SGD on LB-Lin, ℓ = −⟨θ, x⟩, as one would write it by hand: per step draw i and
+    the p normals from the Generator, gradient −x_i inline, clip, step, project on B(0, radius)."""
+    n, p = X.shape
+    g = np.empty(p)
+    nf = float(n)
+    for t in range(1, steps + 1):
+        i = rng.integers(0, n)
+        sq = 0.0
+        for j in range(p):
+            g[j] = -X[i, j]
+            sq += g[j] * g[j]
+        gn = math.sqrt(sq)
+        eta = c / math.sqrt(t)
+        a = eta * nf
+        if gn > clip:
+            a *= clip / gn
+        s2 = 0.0
+        for j in range(p):
+            v = theta[j] - a * g[j] - eta * sigma * rng.standard_normal()
+            theta[j] = v
+            s2 += v * v
+        norm = math.sqrt(s2)
+        if norm > radius:
+            s = radius / norm
+            for j in range(p):
+                theta[j] *= s
+    return theta
+
+
+@njit(cache=False)
+def hand_loop_logistic(X, y, rng, theta, steps, c, clip, sigma,  # type: ignore[no-untyped-def]
+                       radius):
+    """The same loop on logistic regression, ℓ = log(1 + exp(−y⟨θ, x⟩)): gradient
+    −σ(−y⟨θ, x_i⟩)·y·x_i inline."""
+    n, p = X.shape
+    g = np.empty(p)
+    nf = float(n)
+    for t in range(1, steps + 1):
+        i = rng.integers(0, n)
+        dot = 0.0
+        for j in range(p):
+            dot += theta[j] * X[i, j]
+        m = y[i] * dot
+        if m >= 0.0:
+            e = math.exp(-m)
+            s = e / (1.0 + e)
+        else:
+            s = 1.0 / (1.0 + math.exp(m))
+        coef = -s * y[i]
+        sq = 0.0
+        for j in range(p):
+            g[j] = coef * X[i, j]
+            sq += g[j] * g[j]
+        gn = math.sqrt(sq)
+        eta = c / math.sqrt(t)
+        a = eta * nf
+        if gn > clip:
+            a *= clip / gn
+        s2 = 0.0
+        for j in range(p):
+            v = theta[j] - a * g[j] - eta * sigma * rng.standard_normal()
+            theta[j] = v
+            s2 += v * v
+        norm = math.sqrt(s2)
+        if norm > radius:
+            scale = radius / norm
+            for j in range(p):
+                theta[j] *= scale
+    return theta
+
+
+def _hand_problem(name: str):  # type: ignore[no-untyped-def]
+    return LBLin() if name == "lb_lin" else Logistic()
+
+
+def _timed(fn) -> tuple[float, float]:  # type: ignore[no-untyped-def]
+    """(wall seconds, process CPU seconds) of ``fn()``."""
+    w0, c0 = time.perf_counter(), time.process_time()
+    fn()
+    return time.perf_counter() - w0, time.process_time() - c0
+
+
+def hand_comparison(name: str, p: int, steps: int, repeats: int) -> dict[str, float]:
+    """(g) for one problem and p: median ns/step (wall and CPU) of NoisySGD's compiled path and
+    of the hand loop, runs interleaved after one warm-up call of each."""
+    problem = _hand_problem(name)
+    data = problem.generate(HAND_N, p, np.random.default_rng(0))
+    L = float(problem.lipschitz)
+    sigma = 2.0 * HAND_N * L * Z
+    radius = float(problem.constraint.radius)  # type: ignore[attr-defined]
+    c = problem.constraint.diameter / math.sqrt(HAND_N**2 * L**2 + p * sigma**2)
+    X, y = kernel_arrays(data)
+
+    def nsgd(seed: int, t: int) -> None:
+        noisy_sgd_path(problem, data, constraint=problem.constraint, steps=t, sigma=sigma,
+                       lipschitz=L, variant="lipschitz", rng=np.random.default_rng(seed))
+
+    def hand(seed: int, t: int) -> None:
+        rng, theta = np.random.default_rng(seed), np.zeros(p)
+        if name == "lb_lin":
+            hand_loop_lblin(X, rng, theta, t, c, L, sigma, radius)
+        else:
+            hand_loop_logistic(X, y, rng, theta, t, c, L, sigma, radius)
+
+    nsgd(0, 10)
+    hand(0, 10)
+    times: dict[str, list[tuple[float, float]]] = {"nsgd": [], "hand": []}
+    for r in range(repeats):
+        times["hand"].append(_timed(lambda: hand(r + 1, steps)))
+        times["nsgd"].append(_timed(lambda: nsgd(r + 1, steps)))
+    out = {}
+    for key, values in times.items():
+        out[key + "_wall"] = float(np.median([w for w, _ in values])) / steps * 1e9
+        out[key + "_cpu"] = float(np.median([cpu for _, cpu in values])) / steps * 1e9
+    return out
+
+
+_FIRST_CALL = """
+import time, numpy as np
+from dpbench.algorithms.noisy_sgd import noisy_sgd_path
+from dpbench.problems.lb_lin import LBLin
+problem = LBLin()
+data = problem.generate(100, 10, np.random.default_rng(0))
+w0, c0 = time.perf_counter(), time.process_time()
+noisy_sgd_path(problem, data, constraint=problem.constraint, steps=10, sigma=1.0, lipschitz=1.0,
+               variant="lipschitz", rng=np.random.default_rng(0))
+print(time.perf_counter() - w0, time.process_time() - c0)
+"""
+
+
+def first_call_seconds() -> list[tuple[float, float]]:
+    """(h): (wall, CPU) seconds of the first call of the compiled path in a fresh process with an
+    empty numba cache directory, then in another fresh process with the cache the first wrote."""
+    with tempfile.TemporaryDirectory() as cache_dir:
+        env = {**os.environ, "NUMBA_CACHE_DIR": cache_dir, "OPENBLAS_NUM_THREADS": "1"}
+        runs = []
+        for _ in range(2):
+            out = subprocess.run([sys.executable, "-c", _FIRST_CALL], env=env, check=True,
+                                 capture_output=True, text=True).stdout.split()
+            runs.append((float(out[-2]), float(out[-1])))
+    return runs
+
+
 def _per_side_per_point_minute(rate: float) -> float:
     return rate * 60 / 2
 
@@ -211,8 +373,36 @@ def main() -> None:
     parser.add_argument("--numpy-steps", type=int, default=50_000, help="steps of (b), (c), (d)")
     parser.add_argument("--audit-runs", type=int, default=100_000, help="runs of (e) and (f)")
     parser.add_argument("--cores", type=int, default=2, help="processes of the parallel (f)")
+    parser.add_argument("--hand-steps", type=int, default=1_000_000, help="steps T of (g)")
+    parser.add_argument("--repeats", type=int, default=7, help="runs of each side of (g)")
+    parser.add_argument("--hand-problems", default="lb_lin,logistic", help="problems of (g)")
+    parser.add_argument("--only", default="throughput,audit,hand,first-call",
+                        help="comma-separated sections to run")
     args = parser.parse_args()
+    sections = set(args.only.split(","))
+    if "throughput" in sections:
+        throughput(args)
+    if "audit" in sections:
+        audit(args)
+    if "hand" in sections:
+        print(f"(g) NoisySGD's compiled path vs a hand-written numba loop: n={HAND_N}, "
+              f"T={args.hand_steps}, Lipschitz steps, z={Z}, median of {args.repeats}")
+        for name in args.hand_problems.split(","):
+            for p in (10, 100):
+                r = hand_comparison(name, p, args.hand_steps, args.repeats)
+                print(f"(g) {name} p={p}: NoisySGD {r['nsgd_wall']:.1f} ns/step wall "
+                      f"({r['nsgd_cpu']:.1f} cpu), hand loop {r['hand_wall']:.1f} wall "
+                      f"({r['hand_cpu']:.1f} cpu); ratio {r['nsgd_wall'] / r['hand_wall']:.2f} "
+                      f"wall, {r['nsgd_cpu'] / r['hand_cpu']:.2f} cpu (target <= 1.2 at p=10)")
+    if "first-call" in sections:
+        (cold, cold_cpu), (warm, warm_cpu) = first_call_seconds()
+        print(f"(h) first call in a fresh process: {cold:.2f} s ({cold_cpu:.2f} s cpu) with an "
+              f"empty NUMBA_CACHE_DIR, {warm:.2f} s ({warm_cpu:.2f} s cpu) with the cache it "
+              "wrote")
 
+
+def throughput(args: argparse.Namespace) -> None:
+    """Sections (a)-(d)."""
     rate_a, first_call, compile_s = compiled_rate(args.steps, args.seeds)
     rate_b = numpy_per_step_rate(args.numpy_steps)
     rate_c = numpy_vectorised_rate(args.numpy_steps)
@@ -230,6 +420,9 @@ def main() -> None:
     print(f"speed-up (a)/(b): {rate_a / rate_b:.0f}x (target >= 50x)")
     print(f"speed-up (a)/(c): {rate_a / rate_c:.1f}x")
 
+
+def audit(args: argparse.Namespace) -> None:
+    """Sections (e) and (f)."""
     rate_e = audit_many_rate(args.audit_runs)
     rate_f, first_f = audit_batch_rate(args.audit_runs)
     rate_f2 = audit_batch_rate_parallel(args.audit_runs, args.cores)

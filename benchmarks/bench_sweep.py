@@ -6,7 +6,7 @@ Each figure is printed on a line of its own. ``--workers 0`` runs inline (no das
 
 Figures:
 
-* ``plan``: validate + expand + pack the suite (what ``dpbench run`` does before submitting);
+* ``plan``: plan the suite and build every task (what ``dpbench run`` does as it submits);
 * ``first result``: from the start of ``run_suite`` to the first completed task written (includes
   LocalCluster start-up when ``--workers`` > 0);
 * ``run``: total ``run_suite`` time;
@@ -36,7 +36,7 @@ from bench_engine import Trivial, _suite  # noqa: E402
 
 from dpbench.config.suite import parse_suite  # noqa: E402
 from dpbench.core import registry  # noqa: E402
-from dpbench.engine.plan import expand, pack  # noqa: E402
+from dpbench.engine.plan import plan_suite  # noqa: E402
 from dpbench.engine.runner import run_suite  # noqa: E402
 
 
@@ -78,15 +78,15 @@ def main() -> None:
 
     tracemalloc.start()
     t0 = time.perf_counter()
-    chunks, _ = expand(suite, suite.experiments[0])
-    tasks = pack(chunks)
+    plan = plan_suite(suite)
+    n_tasks = sum(1 for _ in plan.tasks())
     t_plan = time.perf_counter() - t0
     _, peak = tracemalloc.get_traced_memory()
     tracemalloc.stop()
-    print(f"plan (validate+expand+pack): {t_plan:.3f} s for {len(chunks)} chunks -> "
-          f"{len(tasks)} tasks")
+    print(f"plan (validate+plan+build tasks): {t_plan:.3f} s for {plan.n_chunks} chunks -> "
+          f"{n_tasks} tasks")
     print(f"plan tracemalloc peak: {peak / 2**20:.1f} MiB")
-    del chunks, tasks
+    del plan
 
     with tempfile.TemporaryDirectory() as tmp:
         store = Path(tmp) / "s.zarr"

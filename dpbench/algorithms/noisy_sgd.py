@@ -21,7 +21,7 @@ which one ran. The privacy audit's vectorised path (:func:`noisy_sgd_chains`,
 from __future__ import annotations
 
 import math
-from typing import ClassVar
+from typing import Any, ClassVar
 
 import numpy as np
 from numba import njit
@@ -34,6 +34,7 @@ from ..core.ratecard import RateCard
 from ..core.sets import Ball, BallAt, ConstraintSet, Intersection
 from ..core.tags import get_tags
 from ..core.time_limit import checkpoint
+from ..numerics.jit import cached_njit, specialise
 from ..numerics.kernels import LossKernel, kernel_arrays, resolve_kernel
 from ..privacy.accountant import (
     ACCOUNTING_PLD,
@@ -90,7 +91,7 @@ def paper_noise_multiplier(n: int, epsilon: float, delta: float) -> float:
 
 
 # --- the shared T-step path ----------------------------------------------------------------------
-@njit(cache=True)
+@cached_njit
 def _project_ball(theta, center, radius, out):  # type: ignore[no-untyped-def]
     """out = Π_{B(center, radius)}(theta), as ``Ball.project`` / ``BallAt.project`` compute it."""
     sq = 0.0
@@ -104,7 +105,7 @@ def _project_ball(theta, center, radius, out):  # type: ignore[no-untyped-def]
         out[j] = center[j] + out[j] * scale
 
 
-@njit(cache=True)
+@cached_njit
 def _inside_all(theta, centers, radii):  # type: ignore[no-untyped-def]
     for b in range(radii.shape[0]):
         sq = 0.0
@@ -116,7 +117,7 @@ def _inside_all(theta, centers, radii):  # type: ignore[no-untyped-def]
     return True
 
 
-@njit(cache=True)
+@cached_njit
 def project_balls(theta, centers, radii, tol, max_iter):  # type: ignore[no-untyped-def]
     """In place: θ ← Π_{∩ B(centers[b], radii[b])}(θ), compiled.
 
@@ -155,26 +156,36 @@ def project_balls(theta, centers, radii, tol, max_iter):  # type: ignore[no-unty
     theta[:] = y
 
 
-# Not cached on disk: numba keys a first-class-function argument (the kernel's ``grad``) by its
-# address, so every process would miss the cache and append a new entry. It compiles once per
-# process and kernel instead (~2–3 s). The same holds for every function below taking ``grad``.
-@njit(cache=False)
-def _sgd_run_steps(grad, X, y, prm, theta, acc, g, idx, noise, t_first, m, c, sqrt_decay, clip,
-                   first_kept, centers, radii, tol, max_iter):  # type: ignore[no-untyped-def]
-    """Steps t = t_first, …, t_first + m − 1 of :func:`noisy_sgd_path`, in place on θ and ``acc``,
-    step t using the drawn row ``idx[k]`` and scaled noise ``noise[k]`` = σ·ξ, k = t − t_first.
+# --- the compiled step loops, specialised per kernel ---------------------------------------------
+# The loops below are templates: plain functions calling the global ``_kernel_grad``, compiled
+# once per kernel by :func:`_compiled_loops` with ``_kernel_grad`` bound to that kernel's gradient
+# (inlined: no call per step) and cached on disk (:func:`dpbench.numerics.jit.specialise`). The
+# kernel is never a function argument: numba would call it through a call per step, and key the
+# on-disk cache by the dispatcher object, so that no process would ever hit the cache.
+_kernel_grad: Any = None  # bound per kernel by _compiled_loops
 
-    Per step: g = ∇ℓ(θ; dᵢ) by the kernel; θ ← Π(θ − η(t)·n·min(1, L/‖g‖)·g − η(t)·σ·ξ) with
-    η(t) = c/√t or c/t; and acc += θ when t ≥ first_kept. ``g`` is a length-p scratch vector.
-    The step logic of both compiled loops, :func:`_sgd_steps` (one run) and :func:`_sgd_chains`
-    (many).
+
+def _sgd_run_steps(X, y, prm, rng, theta, acc, g, idx, t_first, m, c,  # type: ignore[no-untyped-def]
+                   sqrt_decay, clip, sigma, first_kept, centers, radii, tol, max_iter):
+    """Steps t = t_first, …, t_first + m − 1 of :func:`noisy_sgd_path`, in place on θ and ``acc``,
+    step t using the drawn row ``idx[k]``, k = t − t_first, and p fresh normals ξ of ``rng``.
+
+    Per step: g = ∇ℓ(θ; dᵢ) by the kernel; θ ← Π(θ − η(t)·n·min(1, L/‖g‖)·g − η(t)·(σ·ξ)) with
+    η(t) = c/√t or c/t, the normals drawn in coordinate order; and acc += θ when t ≥ first_kept.
+    ``g`` is a length-p scratch vector. C of one ball is projected here, as
+    :func:`_project_ball` computes it (the same operations in the same order); an intersection by
+    :func:`project_balls`. The step logic of both compiled loops, :func:`_sgd_steps` (one run)
+    and :func:`_sgd_chains` (many).
     """
     nf = float(X.shape[0])
     p = theta.shape[0]
+    one_ball = radii.shape[0] == 1
+    center = centers[0] if one_ball else theta
+    radius = radii[0] if one_ball else 0.0
     for k in range(m):
         t = t_first + k
         eta = c / math.sqrt(t) if sqrt_decay else c / t
-        grad(theta, X, y, prm, idx[k], g)
+        _kernel_grad(theta, X, y, prm, idx[k], g)
         sq = 0.0
         for j in range(p):
             sq += g[j] * g[j]
@@ -182,68 +193,100 @@ def _sgd_run_steps(grad, X, y, prm, theta, acc, g, idx, noise, t_first, m, c, sq
         a = eta * nf
         if gn > clip:  # clip to the declared L (docs/bst14.md: the paper does not clip)
             a *= clip / gn
-        for j in range(p):
-            theta[j] = theta[j] - a * g[j] - eta * noise[k, j]
-        project_balls(theta, centers, radii, tol, max_iter)
+        if one_ball:  # the step fused with the first pass of _project_ball
+            sq = 0.0
+            for j in range(p):
+                d = (theta[j] - a * g[j] - eta * (sigma * rng.standard_normal())) - center[j]
+                theta[j] = d
+                sq += d * d
+            norm = math.sqrt(sq)
+            scale = 1.0 if norm <= radius else radius / norm
+            for j in range(p):
+                theta[j] = center[j] + theta[j] * scale
+        else:
+            for j in range(p):
+                theta[j] = theta[j] - a * g[j] - eta * (sigma * rng.standard_normal())
+            project_balls(theta, centers, radii, tol, max_iter)
         if t >= first_kept:
             for j in range(p):
                 acc[j] += theta[j]
 
 
-@njit(cache=False)
-def _sgd_steps(grad, X, y, prm, rng, theta, acc, t_first, m, block, c, sqrt_decay, clip, sigma,
-               first_kept, centers, radii, tol, max_iter):  # type: ignore[no-untyped-def]
+def _sgd_steps(X, y, prm, rng, theta, acc, t_first, m, block, c,  # type: ignore[no-untyped-def]
+               sqrt_decay, clip, sigma, first_kept, centers, radii, tol, max_iter):
     """Steps t = t_first, …, t_first + m − 1 of :func:`noisy_sgd_path`, in place on θ and ``acc``.
 
     ``t_first − 1`` must be a multiple of ``block``. Randomness is drawn exactly as on the numpy
     path: per block of ``block`` steps (always a full block), ``block`` draws
     ``rng.integers(0, n)`` and then ``block·p`` draws ``rng.standard_normal()`` (row-major), which
     is the stream of ``rng.integers(0, n, size=block)`` followed by
-    ``rng.standard_normal((block, p))``. The steps are :func:`_sgd_run_steps`.
+    ``rng.standard_normal((block, p))``. The normals are drawn by the steps
+    (:func:`_sgd_run_steps`) as they use them, row by row; those of a last, partial block's
+    unused rows are drawn and discarded after it.
     """
     n = X.shape[0]
     p = theta.shape[0]
     g = np.empty(p)
     idx = np.empty(block, np.int64)
-    noise = np.empty((block, p))
     t_end = t_first + m
     for t0 in range(t_first, t_end, block):
         for k in range(block):
             idx[k] = rng.integers(0, n)
-        for k in range(block):
-            for j in range(p):
-                noise[k, j] = sigma * rng.standard_normal()
-        _sgd_run_steps(grad, X, y, prm, theta, acc, g, idx, noise, t0, min(block, t_end - t0), c,
-                       sqrt_decay, clip, first_kept, centers, radii, tol, max_iter)
+        used = min(block, t_end - t0)
+        _sgd_run_steps(X, y, prm, rng, theta, acc, g, idx, t0, used, c, sqrt_decay, clip, sigma,
+                       first_kept, centers, radii, tol, max_iter)
+        for _ in range((block - used) * p):
+            rng.standard_normal()
 
 
-@njit(cache=False)
-def _sgd_chains(grad, X, y, prm, rng, thetas, accs, t_first, m, c, sqrt_decay, clip, sigma,
-                first_kept, centers, radii, tol, max_iter):  # type: ignore[no-untyped-def]
+def _sgd_chains(X, y, prm, rng, thetas, accs, t_first, m, c,  # type: ignore[no-untyped-def]
+                sqrt_decay, clip, sigma, first_kept, centers, radii, tol, max_iter):
     """Steps t = t_first, …, t_first + m − 1 of every chain: row r of ``thetas`` (its θ) and of
     ``accs`` (its running sum), in place, chain after chain.
 
     Per chain it draws exactly what the m steps use, ``m`` draws ``rng.integers(0, n)`` and then
     ``m·p`` draws ``rng.standard_normal()`` (the single-run loop draws full blocks and leaves the
-    rest of its last one unused), then runs :func:`_sgd_run_steps`: each chain has the law of
-    :func:`noisy_sgd_path` (i.i.d. uniform rows, i.i.d. N(0, σ²I) noises, the same steps).
+    rest of its last one unused), then runs :func:`_sgd_run_steps` (which draws the normals as
+    it uses them): each chain has the law of :func:`noisy_sgd_path` (i.i.d. uniform rows, i.i.d.
+    N(0, σ²I) noises, the same steps).
     """
     n = X.shape[0]
     p = thetas.shape[1]
     g = np.empty(p)
     idx = np.empty(m, np.int64)
-    noise = np.empty((m, p))
     for r in range(thetas.shape[0]):
         for k in range(m):
             idx[k] = rng.integers(0, n)
-        for k in range(m):
-            for j in range(p):
-                noise[k, j] = sigma * rng.standard_normal()
-        _sgd_run_steps(grad, X, y, prm, thetas[r], accs[r], g, idx, noise, t_first, m, c,
-                       sqrt_decay, clip, first_kept, centers, radii, tol, max_iter)
+        _sgd_run_steps(X, y, prm, rng, thetas[r], accs[r], g, idx, t_first, m, c, sqrt_decay,
+                       clip, sigma, first_kept, centers, radii, tol, max_iter)
 
 
-@njit(cache=True)
+_LOOPS: dict[Any, tuple[Any, Any]] = {}
+
+
+def _compiled_loops(grad: Any, *, cache: bool = True) -> tuple[Any, Any]:
+    """(:func:`_sgd_steps`, :func:`_sgd_chains`) compiled for the kernel gradient ``grad``, with
+    ``grad`` inlined into :func:`_sgd_run_steps`: built once per process and gradient, and cached
+    on disk when ``grad`` is a module-level function (:func:`dpbench.numerics.jit.specialise`).
+    ``cache=False`` builds new, uncached loops (for measuring a compilation)."""
+    loops = _LOOPS.get(grad) if cache else None
+    if loops is None:
+        # Inlined at numba-IR level, the gradient is compiled with the loop's options: only a
+        # kernel compiled with the default ones (no fastmath, ...) is inlined, others are called.
+        options = dict(getattr(grad, "targetoptions", {"fastmath": None}))
+        options.pop("nopython", None)
+        plain = hasattr(grad, "py_func") and options in ({}, {"boundscheck": None})
+        inline = njit(inline="always")(grad.py_func) if plain else grad
+        steps = specialise(_sgd_run_steps, {"_kernel_grad": inline}, cache=cache)
+        bound = {"_kernel_grad": inline, "_sgd_run_steps": steps}
+        loops = (specialise(_sgd_steps, bound, cache=cache),
+                 specialise(_sgd_chains, bound, cache=cache))
+        if cache:
+            _LOOPS[grad] = loops
+    return loops
+
+
+@cached_njit
 def _average_rows(thetas, accs, n_kept, centers, radii,  # type: ignore[no-untyped-def]
                   tol, max_iter):
     """Row r of ``thetas`` ← Π_C(accs[r]/n_kept) (the averaged outputs of :func:`noisy_sgd_path`;
@@ -385,14 +428,14 @@ def noisy_sgd_chains(
     thetas = np.tile(theta, (int(size), 1))
     accs = np.zeros_like(thetas)
     per_call = max(1, COMPILED_BLOCK // max(steps, 1))
+    chains = _compiled_loops(kernel.grad)[1]
     for lo in range(0, int(size), per_call):
         rows, sums = thetas[lo:lo + per_call], accs[lo:lo + per_call]
         for start in range(0, steps, COMPILED_BLOCK):
             checkpoint()
-            _sgd_chains(kernel.grad, X, y, prm, rng, rows, sums, start + 1,
-                        min(COMPILED_BLOCK, steps - start), c, variant == "lipschitz",
-                        float(lipschitz), float(sigma), first_kept, centers, radii, tol,
-                        max_iter)
+            chains(X, y, prm, rng, rows, sums, start + 1, min(COMPILED_BLOCK, steps - start), c,
+                   variant == "lipschitz", float(lipschitz), float(sigma), first_kept, centers,
+                   radii, tol, max_iter)
     n_kept = steps - first_kept + 1
     if n_kept > 0:
         _average_rows(thetas, accs, float(n_kept), centers, radii, tol, max_iter)
@@ -411,11 +454,12 @@ def _compiled_loop(kernel: LossKernel, data: Dataset,
     prm = np.ascontiguousarray(kernel.prm, dtype=np.float64)
     centers, radii, tol, max_iter = projection
     acc = np.zeros(theta.shape[0])
+    run_steps = _compiled_loops(kernel.grad)[0]
     for start in range(0, steps, COMPILED_BLOCK):
         checkpoint()
         m = min(COMPILED_BLOCK, steps - start)
-        _sgd_steps(kernel.grad, X, y, prm, rng, theta, acc, start + 1, m, BLOCK, c,
-                   variant == "lipschitz", clip, sigma, first_kept, centers, radii, tol, max_iter)
+        run_steps(X, y, prm, rng, theta, acc, start + 1, m, BLOCK, c, variant == "lipschitz", clip,
+                  sigma, first_kept, centers, radii, tol, max_iter)
     return acc
 
 

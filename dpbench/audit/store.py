@@ -133,13 +133,17 @@ class AuditStore:
                 "match the suite. Use a new --store path, or --restart to discard those audits")
 
     def prepare(self, audits: Sequence[AuditSpec], root_seed: int, restart: bool = False) -> None:
-        """Create missing audit groups; refuse (or, with ``restart``, recreate) changed ones."""
+        """Create missing audit groups; refuse (or, with ``restart``, recreate) changed ones.
+
+        In a store created by this process, a failure (e.g. a full disk) removes the store
+        (:meth:`dpbench.store.cube.Store.creating`)."""
         if not restart:
             self.check_matches(audits, root_seed)
         changed = self.changed(audits, root_seed)
-        for a in audits:
-            if a.name in changed or not self._initialised(a.name):
-                self._create(a, root_seed)
+        with self.store.creating():
+            for a in audits:
+                if a.name in changed or not self._initialised(a.name):
+                    self._create(a, root_seed)
 
     def _meta(self, name: str) -> dict[str, Any]:
         return dict(self.store.root[group_path(name)].attrs.get(AUDIT_KEY, {}))

@@ -3,8 +3,9 @@ new-plugin.
 
 Exit codes: 0 success; 1 a run finished with failed cells, or ``check`` found an expected rate that
 does not hold, or ``audit`` found a privacy violation of an ``expect: private`` point or missed a
-zoo member (``expect: violation``); 2 bad input (suite, profile, store path, options) — in that case nothing was
-written; 3 a run lost its dask scheduler (what was computed is kept; rerun to resume).
+zoo member (``expect: violation``); 2 bad input (suite, profile, store path, options, a read-only
+or full disk for a new store or a report) — in that case nothing was written; 3 a run lost its dask
+scheduler or filled its store's disk (what was computed is kept; rerun to resume).
 """
 
 from __future__ import annotations
@@ -139,6 +140,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
     from ..store.status import print_tables, results_table
 
     suite = load_suite(args.suite)
+    _check_report_dir(args.report)
     summary = run_suite(suite, args.store, scheduler=args.scheduler,
                         scheduler_file=args.scheduler_file, profile=args.cluster,
                         workers=args.workers, backend=args.backend, restart=args.restart,
@@ -159,7 +161,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
     if args.report is not None:
         # After a run the report is always wanted, failures included: it lists what is missing.
         _write_report(args.store, None if args.report == DEFAULT_REPORT else args.report,
-                      allow_incomplete=True)
+                      allow_incomplete=True, option="--report")
     return EXIT_OK if total["failed"] == 0 and total["pending"] == 0 else EXIT_FAILED_CELLS
 
 
@@ -199,6 +201,7 @@ def _cmd_audit(args: argparse.Namespace) -> int:
     from ..store.status import print_tables
 
     suite = load_suite(args.suite)
+    _check_report_dir(args.report)
     summary = run_audits(suite, args.store, scheduler=args.scheduler,
                          scheduler_file=args.scheduler_file, profile=args.cluster,
                          workers=args.workers, backend=args.backend, restart=args.restart,
@@ -210,7 +213,7 @@ def _cmd_audit(args: argparse.Namespace) -> int:
         print(line)
     if args.report is not None:
         _write_report(args.store, None if args.report == DEFAULT_REPORT else args.report,
-                      allow_incomplete=True)
+                      allow_incomplete=True, option="--report")
     return EXIT_OK if summary.ok else EXIT_FAILED_CELLS
 
 
@@ -279,17 +282,26 @@ def _cmd_status(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _check_report_dir(report: str | None) -> None:
+    """``run/audit --report``: refuse a read-only or full output directory before the run."""
+    if report is not None:
+        from ..store.writable import check_writable
+
+        check_writable(Path("reports", "report.html") if report == DEFAULT_REPORT else
+                       Path(report), "--report")
+
+
 def _write_report(store: str, output: str | None, allow_incomplete: bool,
-                  overwrite: bool = False) -> None:
+                  overwrite: bool = False, option: str = "--output") -> None:
     from ..analysis.expectations import summary_line
     from ..report import default_output
     from ..report.build import check_output, render_report, report_context
 
     target = Path(output) if output is not None else default_output(store)
-    check_output(target, overwrite)  # before any work: a refusal writes nothing
+    check_output(target, overwrite, option)  # before any work: a refusal writes nothing
     context = report_context(store, allow_incomplete=allow_incomplete)
     checks = [c for e in context["experiments"] for c in e.expectations]
-    html, md = render_report(context, target, overwrite=overwrite)
+    html, md = render_report(context, target, overwrite=overwrite, option=option)
     print(summary_line(checks) if checks else "no expected rates declared (expect:): the report "
           "shows rate-card verdicts only")
     print(f"report: {html} (summary: {md})")
@@ -354,6 +366,19 @@ def _show_warning(message: Warning | str, category: type[Warning], filename: str
     print(f"dpbench: {category.__name__}: {message}", file=sys.stderr)
 
 
+def _disk_fault_message(args: argparse.Namespace, exc: OSError) -> str:
+    """The message of a disk that filled up (or turned read-only) during a run or an audit of
+    an existing store: what was written is kept, and the same command resumes (exit 3)."""
+    import re
+
+    from ..store.writable import disk_reason
+
+    where = re.sub(r"\.[0-9a-f]{32}\.partial$", "", str(exc.filename)) if exc.filename else ""
+    return (f"dpbench {args.command}: error: --store {args.store!r}: {disk_reason(exc)}"
+            f"{f' while writing {where!r}' if where else ''}; the store keeps everything written "
+            "before: free some space and run the same command again to resume")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = _build_parser().parse_args(argv)
     handler = {"run": _cmd_run, "validate": _cmd_validate, "list": _cmd_list,
@@ -384,7 +409,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_SIGTERM
     except Exception as exc:
         from ..core.errors import SchedulerLost
+        from ..store.writable import is_disk_error
 
+        if args.command in ("run", "audit") and isinstance(exc, OSError) and is_disk_error(exc):
+            print(_disk_fault_message(args, exc), file=sys.stderr)
+            return EXIT_INTERRUPTED
         if not isinstance(exc, SchedulerLost):
             raise
         print(f"dpbench {args.command}: error: {exc}", file=sys.stderr)

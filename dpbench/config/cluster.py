@@ -29,6 +29,7 @@ Placeholders left in a shipped template (``CHANGE-ME``) are errors::
     scale: {jobs: 4}                # optional: cluster.scale(**scale)
     adapt: {minimum_jobs: 0, maximum_jobs: 20}   # optional: cluster.adapt(**adapt)
     dask_config: {distributed.scheduler.allowed-failures: 5}   # optional dask.config.set
+    worker_timeout_s: 1800          # optional: give up (exit 2) after this long with no worker
 
 :func:`load_profile` validates a profile like a suite: every error is collected and reported
 together as ``file: field.path: message; allowed: ...``. For dask-jobqueue classes it also checks
@@ -40,9 +41,11 @@ script, the Kubernetes ``DaskCluster`` manifest, or a LocalCluster summary).
 
 from __future__ import annotations
 
+import functools
 import importlib
 import inspect
 import json
+import math
 import os
 import re
 import socket
@@ -54,9 +57,22 @@ from typing import Any
 import yaml
 
 from ..core.errors import UserInputError, did_you_mean
-from .validation import Errors, is_int
+from .validation import (
+    MAX_CONFIG_CHARS,
+    MAX_YAML_VALUES,
+    BoundedLoader,
+    Errors,
+    expanded_size_ok,
+    is_int,
+)
 
-_PROFILE_KEYS = ("version", "description", "cluster", "scale", "adapt", "dask_config")
+_PROFILE_KEYS = ("version", "description", "cluster", "scale", "adapt", "dask_config",
+                 "worker_timeout_s")
+#: How long a run waits with no worker connected before it gives up (exit 2, cells kept), unless
+#: the profile sets ``worker_timeout_s``: long enough for a busy queue, short enough that a job
+#: the batch system will never start does not hang a sweep overnight (docs/clusters.md).
+DEFAULT_WORKER_TIMEOUT_S = 1800.0
+MAX_WORKER_TIMEOUT_S = 7 * 86400.0
 #: The modules (and their submodules) a profile may name; nothing else is ever imported.
 CLUSTER_MODULES = ("dask.distributed", "distributed", "dask_jobqueue", "dask_kubernetes",
                    "dask_cloudprovider", "dask_gateway")
@@ -107,6 +123,7 @@ class Profile:
     adapt: dict[str, Any] | None
     dask_config: dict[str, Any]
     description: str = ""
+    worker_timeout_s: float = DEFAULT_WORKER_TIMEOUT_S
 
     @property
     def family(self) -> str:
@@ -173,11 +190,29 @@ def is_cluster_class(obj: Any) -> bool:
     return inspect.isclass(obj) and issubclass(obj, Cluster)
 
 
+def import_cluster_module(module: str) -> Any:
+    """Import an allowed cluster module without letting it replace this process's signal
+    handlers: dask-jobqueue's ``runner`` module, imported with the package, installs a SIGINT
+    handler that calls ``sys.exit()``, which would turn Ctrl-C into exit code 0."""
+    import signal
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        return importlib.import_module(module)
+    saved = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        return importlib.import_module(module)
+    finally:
+        for sig, handler in saved.items():
+            if handler is not None and signal.getsignal(sig) is not handler:
+                signal.signal(sig, handler)
+
+
 def _import_class(module: str, cls: str) -> type | None:
     if not allowed_module(module):
         return None
     try:
-        obj = getattr(importlib.import_module(module), cls)
+        obj = getattr(import_cluster_module(module), cls)
     except (ImportError, AttributeError):
         return None
     return obj if inspect.isclass(obj) else None
@@ -256,6 +291,11 @@ def _check_kwargs(errs: Errors, module: str, clsname: str, kwargs: Mapping[str, 
         _check_kubernetes(errs, kwargs)
 
 
+#: The smallest per-job memory of a dask-jobqueue profile (below 1 KiB dask-jobqueue's SLURM job
+#: script cannot even be written; a worker needs far more anyway).
+MIN_JOB_MEMORY = 2**20
+
+
 def _check_jobqueue(errs: Errors, module: str, clsname: str, kw: Mapping[str, Any]) -> None:
     """Per-job sizing (one thread per worker) and a worker lifetime shorter than the walltime."""
     from dask.utils import parse_bytes
@@ -275,15 +315,54 @@ def _check_jobqueue(errs: Errors, module: str, clsname: str, kw: Mapping[str, An
                  "e.g. '16GB'")
     else:
         try:
-            parse_bytes(str(kw["memory"]))
-        except (ValueError, TypeError):
-            errs.add("cluster.kwargs.memory", f"{kw['memory']!r} is not a memory size; "
-                     "allowed: e.g. '16GB', '120GiB'")
+            ok = parse_bytes(str(kw["memory"])) >= MIN_JOB_MEMORY
+        except (ValueError, TypeError, OverflowError):
+            ok = False
+        if not ok:
+            errs.add("cluster.kwargs.memory", f"{kw['memory']!r} is not a memory size of at least "
+                     "1 MiB (a bare number is bytes); allowed: e.g. '16GB', '120GiB'")
     for k in ("worker_extra_args", "job_extra_directives", "job_script_prologue",
-              "job_directives_skip"):
+              "job_directives_skip", *_JOBQUEUE_LISTS):
         if k in kw and not (isinstance(kw[k], list) and all(isinstance(a, str) for a in kw[k])):
             errs.add(f"cluster.kwargs.{k}", "must be a list of strings")
+    _check_jobqueue_types(errs, kw)
     _check_lifetime(errs, clsname, kw)
+
+
+#: The types of dask-jobqueue's other keyword arguments (its jobqueue.yaml): a value of another
+#: type is otherwise found only when the cluster object is built, after the store exists.
+_JOBQUEUE_STRINGS = ("name", "python", "interface", "local_directory", "shared_temp_directory",
+                     "worker_command", "shebang", "queue", "project", "account", "resource_spec",
+                     "log_directory", "job_name", "job_mem", "mem", "disk", "lsf_units",
+                     "memory_per_core_property_name", "protocol", "config_name")
+_JOBQUEUE_LISTS = ("extra", "env_extra", "job_extra", "submit_command_extra",
+                   "cancel_command_extra")
+
+
+def _check_jobqueue_types(errs: Errors, kw: Mapping[str, Any]) -> None:
+    from dask.utils import parse_timedelta
+
+    for k in _JOBQUEUE_STRINGS:
+        if kw.get(k) is not None and not isinstance(kw[k], str):
+            errs.add(f"cluster.kwargs.{k}", f"must be a string (or null), got {kw[k]!r}")
+    for k in ("job_cpu", "ncpus"):
+        if kw.get(k) is not None and not (is_int(kw[k]) and kw[k] >= 1):
+            errs.add(f"cluster.kwargs.{k}", f"must be an integer >= 1 (or null), got {kw[k]!r}")
+    for k in ("nanny", "use_stdin"):
+        if k in kw and not isinstance(kw[k], bool):
+            errs.add(f"cluster.kwargs.{k}", f"must be true or false, got {kw[k]!r}")
+    if kw.get("scheduler_options") is not None and not isinstance(kw["scheduler_options"], dict):
+        errs.add("cluster.kwargs.scheduler_options", "must be a mapping of dask Scheduler "
+                 f"arguments (or null), got {kw['scheduler_options']!r}")
+    if kw.get("death_timeout") is not None:
+        try:
+            ok = not isinstance(kw["death_timeout"], bool) \
+                and 0 <= parse_timedelta(kw["death_timeout"]) < math.inf
+        except (ValueError, TypeError, KeyError, IndexError, OverflowError):
+            ok = False
+        if not ok:
+            errs.add("cluster.kwargs.death_timeout", "must be a number of seconds >= 0 or a "
+                     f"duration such as '60s' (or null), got {kw['death_timeout']!r}")
 
 
 def _check_lifetime(errs: Errors, clsname: str, kw: Mapping[str, Any]) -> None:
@@ -302,9 +381,13 @@ def _check_lifetime(errs: Errors, clsname: str, kw: Mapping[str, Any]) -> None:
         return
     try:
         life, stagger = worker_lifetime(kw)
-    except (ValueError, TypeError, KeyError):
+        ok = (life is None or 0 < life < math.inf) and 0 <= stagger < math.inf
+    except (ValueError, TypeError, KeyError, IndexError, OverflowError):
+        ok = False
+    if not ok:
         errs.add("cluster.kwargs.worker_extra_args", "--lifetime/--lifetime-stagger value is not "
-                 "a duration; allowed: durations such as 50m, 3000s, 1h")
+                 "a duration (--lifetime > 0, --lifetime-stagger >= 0); allowed: durations such "
+                 "as 50m, 3000s, 1h")
         return
     if life is None:
         errs.add("cluster.kwargs.worker_extra_args", "no worker --lifetime: the batch system "
@@ -367,18 +450,122 @@ def _dask_config_keys() -> set[str]:
     return out
 
 
+_JSON_TYPES: dict[str, tuple[type, ...]] = {
+    "string": (str,), "integer": (int,), "number": (int, float), "boolean": (bool,),
+    "null": (type(None),), "array": (list,), "object": (dict,)}
+
+
+@functools.cache
+def _dask_config_types() -> dict[str, tuple[str, ...]]:
+    """The JSON-schema types distributed declares for its config keys (``distributed-schema.yaml``:
+    ``distributed.scheduler.worker-ttl`` -> ``("string", "null")``); {} if it is not shipped."""
+    import distributed
+
+    path = Path(distributed.__file__).with_name("distributed-schema.yaml")
+    try:
+        schema = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except (OSError, yaml.YAMLError):
+        return {}
+    out: dict[str, tuple[str, ...]] = {}
+
+    def walk(prefix: str, node: Any) -> None:
+        if not isinstance(node, dict):
+            return
+        if isinstance(node.get("properties"), dict):
+            for k, v in node["properties"].items():
+                walk(f"{prefix}.{k}" if prefix else str(k), v)
+        elif node.get("type") is not None:
+            t = node["type"]
+            out[prefix] = tuple(t) if isinstance(t, list) else (t,)
+    walk("", schema)
+    return out
+
+
+def _is_duration(value: Any) -> bool:
+    from dask.utils import parse_timedelta
+
+    try:
+        return isinstance(value, str) and any(c.isalpha() for c in value) \
+            and parse_timedelta(value) is not None
+    except (ValueError, TypeError, KeyError, IndexError, OverflowError):
+        return False
+
+
+def _dask_config_value(key: str, value: Any, types: tuple[str, ...] | None,
+                       default: Any) -> str | None:
+    """Why ``value`` cannot be the value of distributed config ``key`` (None if it can): the
+    type distributed's schema declares, and a duration (``'10 minutes'``, or seconds) where the
+    default is one; a wrong type is otherwise found only when the scheduler starts."""
+    from dask.utils import parse_timedelta
+
+    nullable = types is not None and "null" in types
+    if _is_duration(default) and not (value is None and nullable):
+        try:
+            ok = not isinstance(value, bool) and isinstance(value, (str, int, float)) \
+                and 0 <= parse_timedelta(value) < math.inf
+        except (ValueError, TypeError, KeyError, OverflowError):
+            ok = False
+        return None if ok else (f"must be a duration such as '10 minutes' or a number of seconds "
+                                f">= 0{' (or null)' if nullable else ''}, got {value!r}")
+    if types is None or not all(t in _JSON_TYPES for t in types):
+        return None
+    allowed = tuple(c for t in types for c in _JSON_TYPES[t])
+    if isinstance(value, bool) and "boolean" not in types or not isinstance(value, allowed):
+        return f"must be of type {' or '.join(types)} (distributed's schema), got {value!r}"
+    if isinstance(value, float) and not math.isfinite(value):
+        return f"must be a finite number, got {value!r}"
+    return None
+
+
 def _check_dask_config(errs: Errors, cfg: Mapping[str, Any]) -> None:
-    """Keys under ``distributed.`` must exist in distributed's defaults (typos are silent)."""
+    """Keys are dotted strings that dask can set (tried on a scratch copy of dask's config);
+    keys under ``distributed.`` must exist in distributed's defaults (typos are silent)."""
+    import copy
+
+    import dask
+
     known = _dask_config_keys()
+    types = _dask_config_types()
     for key in cfg:
-        canon = str(key).replace("_", "-")
-        if not canon.startswith("distributed."):
+        if not isinstance(key, str) or not all(key.split(".")):
+            errs.add(f"dask_config.{key}", "must be a dotted dask config key (a string such as "
+                     f"distributed.scheduler.allowed-failures), got {key!r}")
             continue
-        if canon not in known and not any(k.startswith(canon + ".") for k in known):
-            near = [k for k in known if k.rsplit(".", 1)[0] == canon.rsplit(".", 1)[0]]
-            errs.add(f"dask_config.{key}", f"not a distributed config key"
-                     f"{did_you_mean(canon, known)}"
-                     + (f"; allowed: {', '.join(sorted(near))}" if near else ""))
+        try:
+            dask.config.set({key: cfg[key]}, config=copy.deepcopy(dask.config.config))
+        except Exception as exc:  # noqa: BLE001 (e.g. a key below a value that is no mapping)
+            errs.add(f"dask_config.{key}", f"dask cannot set this key ({type(exc).__name__}: "
+                     f"{str(exc)[:200]}); a key names a path of mappings in dask's config")
+            continue
+        canon = key.replace("_", "-")
+        if canon.startswith("distributed."):
+            _check_distributed_key(errs, f"dask_config.{key}", canon, cfg[key], known, types)
+
+
+def _check_distributed_key(errs: Errors, path: str, canon: str, value: Any, known: set[str],
+                           types: Mapping[str, tuple[str, ...]]) -> None:
+    """A ``distributed.*`` key exists; a section (``distributed.scheduler``) is given a mapping
+    whose keys are checked in turn; a key's value has the type distributed reads."""
+    import dask
+
+    if canon in known:
+        problem = _dask_config_value(canon, value, types.get(canon),
+                                     dask.config.get(canon, default=None))
+        if problem:
+            errs.add(path, problem)
+    elif any(k.startswith(canon + ".") for k in known):
+        if not isinstance(value, dict):
+            errs.add(path, f"is a section of distributed's config: give a mapping, or name a key "
+                           f"below it (e.g. {min(k for k in known if k.startswith(canon + '.'))})"
+                           f", got {value!r}")
+            return
+        for k, v in value.items():
+            sub = f"{canon}.{str(k).replace('_', '-')}"
+            _check_distributed_key(errs, f"{path}.{k}", sub, v, known, types)
+    else:
+        near = [k for k in known if k.rsplit(".", 1)[0] == canon.rsplit(".", 1)[0]]
+        errs.add(path, f"not a distributed config key{did_you_mean(canon, known)}"
+                 + (f"; allowed: {', '.join(sorted(near))}" if near else ""))
 
 
 def _validate(raw: Any, errs: Errors) -> Profile | None:
@@ -403,6 +590,9 @@ def _validate(raw: Any, errs: Errors) -> Profile | None:
     if not isinstance(kwargs, dict):
         errs.add("cluster.kwargs", "must be a mapping")
         kwargs = {}
+    for k in [k for k in kwargs if not isinstance(k, str)]:
+        errs.add(f"cluster.kwargs.{k}", f"keyword names must be strings, got {k!r}")
+        kwargs = {k: v for k, v in kwargs.items() if isinstance(k, str)}
     if errs.items and not all(isinstance(c.get(k), str) for k in ("module", "class")):
         return None
     if not allowed_module(c["module"]):
@@ -419,8 +609,15 @@ def _validate(raw: Any, errs: Errors) -> Profile | None:
     _check_scaling(errs, _family(c["module"]), raw.get("scale"), raw.get("adapt"))
     if isinstance(raw.get("dask_config"), dict):
         _check_dask_config(errs, raw["dask_config"])
+    timeout = raw.get("worker_timeout_s", DEFAULT_WORKER_TIMEOUT_S)
+    if (isinstance(timeout, bool) or not isinstance(timeout, (int, float))
+            or not 0 < timeout <= MAX_WORKER_TIMEOUT_S):
+        errs.add("worker_timeout_s", f"must be a number of seconds in (0, "
+                                     f"{MAX_WORKER_TIMEOUT_S:.0f}], got {timeout!r}")
+        timeout = DEFAULT_WORKER_TIMEOUT_S
     return Profile(c["module"], c["class"], kwargs, raw.get("scale"), raw.get("adapt"),
-                   raw.get("dask_config") or {}, str(raw.get("description") or ""))
+                   raw.get("dask_config") or {}, str(raw.get("description") or ""),
+                   float(timeout))
 
 
 def load_profile(path: str | Path) -> Profile:
@@ -432,12 +629,26 @@ def load_profile(path: str | Path) -> Profile:
     """
     path = Path(path)
     try:
-        raw = yaml.safe_load(path.read_text(encoding="utf-8"))
+        text = path.read_text(encoding="utf-8")
     except OSError as exc:
         raise ProfileError(path, [f"cannot read the cluster profile: {exc.strerror or exc}"]) \
             from None
+    except UnicodeDecodeError as exc:
+        raise ProfileError(path, [f"not UTF-8 text: byte {exc.object[exc.start]:#04x} at "
+                                  f"offset {exc.start}; save the profile as UTF-8"]) from None
+    if len(text) > MAX_CONFIG_CHARS:
+        raise ProfileError(path, [f"the profile is {len(text)} characters long; at most "
+                                  f"{MAX_CONFIG_CHARS} are allowed"])
+    try:
+        raw = yaml.load(text, Loader=BoundedLoader)  # noqa: S506 (a SafeLoader subclass)
     except yaml.YAMLError as exc:
-        raise ProfileError(path, [f"malformed YAML: {exc}"]) from None
+        raise ProfileError(path, [f"malformed YAML: {str(exc)[:500]}"]) from None
+    except RecursionError:
+        raise ProfileError(path, ["malformed YAML: nested too deeply"]) from None
+    if not expanded_size_ok(raw):
+        raise ProfileError(path, [f"the profile expands to more than {MAX_YAML_VALUES} values "
+                                  "(nested YAML aliases *name, or an alias inside the node it "
+                                  "names); write it out"])
     errs = Errors()
     prof = _validate(raw, errs)
     if errs.items or prof is None:
@@ -462,6 +673,46 @@ def check_submit_command(prof: Profile, source: str | Path) -> None:
                              "the cluster (a login node), or use another profile")
 
 
+#: Batch systems whose submission command can validate a job without queueing it.
+DRY_RUN_COMMANDS = {"SLURMCluster": ("sbatch", "--test-only")}
+DRY_RUN_TIMEOUT_S = 30.0
+
+
+def check_job_accepted(prof: Profile, source: str | Path) -> None:
+    """Ask the batch system whether it would accept the profile's worker job, without queueing
+    it (SLURM: ``sbatch --test-only`` on the job script the cluster would submit). A wrong
+    partition or account, or a job larger than any node, is then refused before the store exists
+    (exit 2) instead of leaving the run waiting for workers that never come."""
+    import dataclasses
+    import shutil
+    import subprocess
+    import tempfile
+    import warnings
+
+    command = DRY_RUN_COMMANDS.get(prof.cls) if prof.family == "jobqueue" else None
+    if command is None or shutil.which(command[0]) is None:
+        return
+    cls = cluster_class(prof, source)
+    probe = dataclasses.replace(prof, kwargs={**prof.kwargs, "log_directory": None})
+    script = _render_jobqueue(probe, cls)
+    with tempfile.NamedTemporaryFile("w", prefix="dpbench-job-", suffix=".sh") as f:
+        f.write(script)
+        f.flush()
+        try:
+            r = subprocess.run([*command, f.name], capture_output=True, text=True,
+                               timeout=DRY_RUN_TIMEOUT_S)
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            warnings.warn(f"{source}: could not check the worker job with "
+                          f"{' '.join(command)}: {exc}", stacklevel=2)
+            return
+    if r.returncode != 0:
+        said = "; ".join(line.strip() for line in (r.stderr or r.stdout).splitlines()
+                         if line.strip())
+        raise UserInputError(f"{source}: cluster.kwargs: the batch system refuses the worker job "
+                             f"({' '.join(command)}): {said[-600:]}; check queue (partition), "
+                             "account, cores, memory and walltime against what the site offers")
+
+
 def cluster_class(prof: Profile, source: str | Path) -> type:
     """The cluster-manager class a profile names (a clear error if it cannot be imported, or is
     not an allowed dask cluster manager)."""
@@ -469,7 +720,7 @@ def cluster_class(prof: Profile, source: str | Path) -> type:
         raise UserInputError(f"{source}: cluster.module: {prof.module!r} is not a dask cluster "
                              f"module; allowed: {', '.join(CLUSTER_MODULES)}")
     try:
-        cls = getattr(importlib.import_module(prof.module), prof.cls)
+        cls = getattr(import_cluster_module(prof.module), prof.cls)
         if not is_cluster_class(cls):
             raise UserInputError(f"{source}: cluster.class: {prof.module}.{prof.cls} is not a "
                                  "dask cluster manager (a subclass of distributed.deploy.Cluster)")
@@ -497,7 +748,7 @@ def check_scheduler_file(path: str | Path) -> str:
     except OSError as exc:
         raise UserInputError(f"--scheduler-file {path}: cannot read: {exc.strerror or exc}") \
             from None
-    except json.JSONDecodeError as exc:
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
         raise UserInputError(f"--scheduler-file {path}: not a dask scheduler file "
                              f"(malformed JSON: {exc})") from None
     if not isinstance(info, dict) or not isinstance(info.get("address"), str):

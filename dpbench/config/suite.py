@@ -51,13 +51,18 @@ from ..core.seeding import stable_hash
 from .audit import validate_audits
 from .validation import (
     IDENT,
+    MAX_CONFIG_CHARS,
+    MAX_YAML_ALIASES,  # noqa: F401 (re-exported: the suite's bounds)
+    MAX_YAML_VALUES,
     AlgorithmSpec,
+    BoundedLoader,
     Errors,
     ProblemSpec,
     check_axis,
     check_keys,
     check_name,
     check_privacy_kind,
+    expanded_size_ok,
     has_duplicates,
     is_int,
     is_real,
@@ -99,43 +104,15 @@ RESERVED_AXES = ("algorithm", "problem", "seed")
 
 
 #: Bounds on what a suite file may expand to (a few KB in practice): its size, the number of YAML
-#: aliases, and the number of values once every alias is expanded ("billion laughs").
-MAX_SUITE_BYTES = 1_000_000
-MAX_YAML_ALIASES = 100
-MAX_SUITE_VALUES = 100_000
+#: aliases, and the number of values once every alias is expanded ("billion laughs"); shared
+#: with cluster profiles (:mod:`dpbench.config.validation`).
+MAX_SUITE_BYTES = MAX_CONFIG_CHARS
+MAX_SUITE_VALUES = MAX_YAML_VALUES
 
 
-class _Loader(yaml.SafeLoader):
+class _Loader(BoundedLoader):
     """SafeLoader that also reads ``1e-6`` (no dot) as a float, as users write it, and refuses
     more than :data:`MAX_YAML_ALIASES` aliases."""
-
-    def __init__(self, stream: Any) -> None:
-        super().__init__(stream)
-        self._aliases = 0
-
-    def compose_node(self, parent: Any, index: Any) -> Any:
-        if self.check_event(yaml.AliasEvent):
-            self._aliases += 1
-            if self._aliases > MAX_YAML_ALIASES:
-                raise yaml.YAMLError(f"more than {MAX_YAML_ALIASES} YAML aliases (*name)")
-        return super().compose_node(parent, index)
-
-
-def _expanded_size_ok(raw: Any, limit: int = MAX_SUITE_VALUES) -> bool:
-    """Whether ``raw`` has at most ``limit`` values with every shared (aliased) node counted once
-    per use; stops counting at the limit."""
-    count, stack = 0, [raw]
-    while stack:
-        node = stack.pop()
-        count += 1
-        if count > limit:
-            return False
-        if isinstance(node, dict):
-            stack.extend(node.keys())
-            stack.extend(node.values())
-        elif isinstance(node, list):
-            stack.extend(node)
-    return True
 
 
 _Loader.add_implicit_resolver(
@@ -525,7 +502,7 @@ def parse_suite(text: str, source: str = "<suite>") -> Suite:
         raise SuiteError(source, [f"malformed YAML: {str(exc)[:500]}"]) from None
     except RecursionError:
         raise SuiteError(source, ["malformed YAML: nested too deeply"]) from None
-    if not _expanded_size_ok(raw):
+    if not expanded_size_ok(raw):
         raise SuiteError(source, [f"the suite expands to more than {MAX_SUITE_VALUES} values "
                                   "(nested YAML aliases *name copy whole lists); write it out "
                                   "or use fewer aliases"])
@@ -596,4 +573,7 @@ def load_suite(path: str | Path) -> Suite:
         text = path.read_text(encoding="utf-8")
     except OSError as exc:
         raise SuiteError(str(path), [f"cannot read the suite file: {exc.strerror or exc}"]) from None
+    except UnicodeDecodeError as exc:
+        raise SuiteError(str(path), [f"not UTF-8 text: byte {exc.object[exc.start]:#04x} at "
+                                     f"offset {exc.start}; save the suite as UTF-8"]) from None
     return parse_suite(text, str(path))

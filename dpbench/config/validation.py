@@ -8,16 +8,17 @@ and raises a single user-input error listing all of them at the end.
 
 from __future__ import annotations
 
-import math
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+import yaml
+
 from ..core import registry
 from ..core.errors import UserInputError, did_you_mean
 
-IDENT = re.compile(r"^[A-Za-z][A-Za-z0-9_.\-]*$")
+IDENT = re.compile(r"^[A-Za-z][A-Za-z0-9_.\-]*\Z")  # \Z: no trailing newline (as $ allows)
 
 #: Names that would collide with a store's own files, or with device names.
 RESERVED_NAMES = frozenset({"zarr.json", "dpbench.lock", "con", "prn", "aux", "nul",
@@ -25,6 +26,57 @@ RESERVED_NAMES = frozenset({"zarr.json", "dpbench.lock", "con", "prn", "aux", "n
 #: Store groups dpbench itself uses (not allowed as experiment or audit names).
 RESERVED_GROUPS = frozenset({"audit"})
 MAX_NAME_CHARS = 100
+
+#: Bounds on what a configuration file (a suite, a cluster profile; a few KB in practice) may
+#: expand to: its size, the number of YAML aliases, and the number of values once every alias is
+#: expanded ("billion laughs", or an alias that refers to the node it is in).
+MAX_CONFIG_CHARS = 1_000_000
+MAX_YAML_ALIASES = 100
+MAX_YAML_VALUES = 100_000
+
+
+class BoundedLoader(yaml.SafeLoader):
+    """SafeLoader that refuses more than :data:`MAX_YAML_ALIASES` aliases."""
+
+    def __init__(self, stream: Any) -> None:
+        super().__init__(stream)
+        self._aliases = 0
+
+    def compose_node(self, parent: Any, index: Any) -> Any:
+        if self.check_event(yaml.AliasEvent):
+            self._aliases += 1
+            if self._aliases > MAX_YAML_ALIASES:
+                raise yaml.YAMLError(f"more than {MAX_YAML_ALIASES} YAML aliases (*name)")
+        return super().compose_node(parent, index)
+
+    def construct_object(self, node: Any, deep: bool = False) -> Any:
+        """A value whose explicit tag cannot read it (``!!int x``, ``!!timestamp 1``,
+        ``!!bool maybe``) is a YAML error naming the line, not a crash of the constructor."""
+        try:
+            return super().construct_object(node, deep)
+        except (yaml.YAMLError, RecursionError):
+            raise
+        except Exception as exc:  # noqa: BLE001 (SafeLoader's constructors raise anything)
+            raise yaml.constructor.ConstructorError(
+                None, None, f"cannot read {_short(node.value, 60)} as {node.tag} "
+                f"({type(exc).__name__})", node.start_mark) from None
+
+
+def expanded_size_ok(raw: Any, limit: int = MAX_YAML_VALUES) -> bool:
+    """Whether ``raw`` has at most ``limit`` values with every shared (aliased) node counted once
+    per use; stops counting at the limit (so a self-referring node is too large, not a hang)."""
+    count, stack = 0, [raw]
+    while stack:
+        node = stack.pop()
+        count += 1
+        if count > limit:
+            return False
+        if isinstance(node, dict):
+            stack.extend(node.keys())
+            stack.extend(node.values())
+        elif isinstance(node, list):
+            stack.extend(node)
+    return True
 
 
 def check_name(errs: Errors, path: str, name: Any, group: bool = True) -> bool:
@@ -56,7 +108,10 @@ def canonical(value: Any) -> Any:
     """The value two grid entries are compared by: numbers (not bools) as floats, so 1 and 1.0
     are duplicates; anything else by its repr."""
     if isinstance(value, (int, float)) and not isinstance(value, bool):
-        return float(value)
+        try:
+            return float(value)
+        except OverflowError:  # an integer beyond any float is only equal to itself
+            return value
     return repr(value)
 
 
@@ -113,6 +168,15 @@ def is_real(v: Any) -> bool:
     return isinstance(v, (int, float)) and not isinstance(v, bool)
 
 
+#: The privacy budgets a grid may hold: beyond them ε² and 1/ε² under- or overflow the rate
+#: formulas (an ε of 1e-300 made every cell of output perturbation fail), and no privacy claim
+#: is meaningful anyway.
+MIN_EPSILON, MAX_EPSILON = 1e-6, 1e6
+#: The largest dataset sizes and dimensions a grid may hold: a larger value is a typo (a dataset
+#: is 8·n·p bytes; an n of 2**63 does not fit the cube's int64 coordinate).
+MAX_N, MAX_P = 10**9, 10**6
+
+
 def check_axis(errs: Errors, path: str, axis: str, values: Any) -> list[Any] | None:
     if not isinstance(values, list):
         values = [values]
@@ -122,14 +186,17 @@ def check_axis(errs: Errors, path: str, axis: str, values: Any) -> list[Any] | N
     ok = True
     for i, v in enumerate(values):
         where = f"{path}[{i}]"
-        if axis == "n" and not (is_int(v) and v >= 2):
-            errs.add(where, f"n must be an integer >= 2, got {v!r}"); ok = False
-        elif axis == "p" and not (is_int(v) and v >= 1):
-            errs.add(where, f"p must be an integer >= 1, got {v!r}"); ok = False
-        elif axis == "epsilon" and not (is_real(v) and math.isfinite(v) and v > 0):
-            errs.add(where, f"epsilon must be a finite number > 0, got {v!r}"); ok = False
+        if axis == "n" and not (is_int(v) and 2 <= v <= MAX_N):
+            errs.add(where, f"n must be an integer >= 2, got {_short(v)}; allowed: integers "
+                            f"from 2 to {MAX_N:,}"); ok = False
+        elif axis == "p" and not (is_int(v) and 1 <= v <= MAX_P):
+            errs.add(where, f"p must be an integer >= 1, got {_short(v)}; allowed: integers "
+                            f"from 1 to {MAX_P:,}"); ok = False
+        elif axis == "epsilon" and not (is_real(v) and MIN_EPSILON <= v <= MAX_EPSILON):
+            errs.add(where, f"epsilon must be a finite number > 0, got {_short(v)}; allowed: "
+                            f"numbers from {MIN_EPSILON:g} to {MAX_EPSILON:g}"); ok = False
         elif axis == "delta" and not (is_real(v) and 0 <= v < 1):
-            errs.add(where, f"delta must be a number in [0, 1), got {v!r}"); ok = False
+            errs.add(where, f"delta must be a number in [0, 1), got {_short(v)}"); ok = False
     if has_duplicates(values):
         errs.add(path, f"duplicate values in {_short(values)} (compared as numbers: 1 and 1.0 "
                        "are the same value)"); ok = False
@@ -172,7 +239,8 @@ def labelled(errs: Errors, path: str, entries: Any, kind: str, key: str,
         cls = plugin_class(errs, f"{where}.{key}", kind, entry[key])
         label = entry.get("label", entry[key])
         if not (isinstance(label, str) and IDENT.match(label)):
-            errs.add(f"{where}.label", f"must be an identifier (letters, digits, _ . -), got {label!r}")
+            errs.add(f"{where}.label", f"must be an identifier (letters, digits, _ . -), got "
+                                       f"{_short(label)}")
             continue
         if label in labels:
             errs.add(f"{where}.label", f"duplicate label {label!r}; labels must be unique")
@@ -180,7 +248,14 @@ def labelled(errs: Errors, path: str, entries: Any, kind: str, key: str,
         labels.add(label)
         params = entry.get("params", {}) or {}
         if not isinstance(params, dict):
-            errs.add(f"{where}.params", f"must be a mapping of parameter names to values, got {params!r}")
+            errs.add(f"{where}.params", f"must be a mapping of parameter names to values, got "
+                                        f"{_short(params)}")
+            continue
+        names = [k for k in params if not isinstance(k, str)]
+        if names:
+            allowed = (", ".join(sorted(cls.params)) or "(none)") if cls is not None else "?"
+            errs.add(f"{where}.params", f"parameter names must be strings, got {_short(names[0])}; "
+                                        f"allowed: {allowed}")
             continue
         if cls is not None:
             out.append((label, entry[key], params, cls))

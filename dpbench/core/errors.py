@@ -7,6 +7,8 @@
 - :class:`PluginError` (also a ``TypeError``): a plugin breaks its contract (wrong base class,
   invalid declaration).
 - :class:`SchedulerLost` (also a ``RuntimeError``): the dask scheduler went away mid-run.
+- :class:`NoWorkers` (a :class:`UserInputError`): a cluster never gave the run a worker (a job
+  the batch system will not start, a submission that fails); exit 2, cells so far kept.
 - Cell outcomes, raised inside a cell and recorded in the cube rather than propagated:
   :class:`NotApplicable` (status "not applicable") and :class:`CellTimeout` (status "failed").
 """
@@ -45,6 +47,11 @@ class PluginError(DpbenchError, TypeError):
 
 class SchedulerLost(DpbenchError, RuntimeError):
     """The connection to the dask scheduler was lost mid-run; every written cell is kept."""
+
+
+class NoWorkers(UserInputError):
+    """No worker joined the run within the profile's ``worker_timeout_s``, or the batch system
+    says its worker jobs can never start; the message gives the jobs' states and reasons."""
 
 
 class NotApplicable(DpbenchError):

@@ -111,8 +111,13 @@ class Param:
             return value
         if isinstance(value, bool) or not isinstance(value, numbers.Real):
             raise UserInputError(f"{where} must be {self.describe()}, got {value!r}")
+        try:
+            as_float = float(value)
+        except OverflowError:  # an integer beyond any float (1e400 written out)
+            raise UserInputError(f"{where} must be {self.describe()}, got an integer of "
+                                 f"{len(str(value))} digits") from None
         if self.kind == "int":
-            if float(value) != int(value):
+            if not math.isfinite(as_float) or as_float != int(value):
                 raise UserInputError(f"{where} must be {self.describe()}, got {value!r}")
             value = int(value)
         else:

@@ -33,7 +33,7 @@ from ..core.schema import (
     ChunkResult,
     make_row,
 )
-from ..core.seeding import data_identity, make_rng, mechanism_identity, stable_hash
+from ..core.seeding import SeedTemplate, data_identity, make_rng, mechanism_identity, stable_hash
 from ..core.time_limit import time_limit
 from .isolation import Killed, memory_message, run_isolated
 from .plan import ChunkSpec, TaskSpec
@@ -44,6 +44,7 @@ class TaskResult:
     key: str
     chunks: list[ChunkResult]
     host: str = ""
+    seconds: float = 0.0  # the worker's wall time for the whole task (0: not computed)
 
 
 _DATA_CACHE: OrderedDict[str, tuple[Dataset, Optimum]] = OrderedDict()
@@ -51,18 +52,23 @@ _DATA_CACHE_SIZE = 64
 
 
 def dataset_and_optimum(problem: Problem, data_id: dict[str, Any], root_seed: int,
-                        ) -> tuple[Dataset, Optimum]:
+                        streams: CellStreams | None = None) -> tuple[Dataset, Optimum]:
     """The dataset of a cell and its certified optimum, cached per worker process.
 
     Every algorithm and every (ε, δ) at the same (problem, n, p, seed) share one dataset, so the
-    cache avoids regenerating and re-solving it.
+    cache avoids regenerating and re-solving it. ``streams`` (the cell's chunk) gives the same
+    cache key and data stream without recomputing the canonical identity.
     """
-    key = stable_hash([data_id, root_seed, problem.version])
+    seed = int(data_id["seed"])
+    key = streams.cache.hexdigest(seed) if streams is not None else \
+        stable_hash([data_id, root_seed, problem.version])
     hit = _DATA_CACHE.get(key)
     if hit is not None:
         _DATA_CACHE.move_to_end(key)
         return hit
-    data = problem.generate(int(data_id["n"]), int(data_id["p"]), make_rng(data_id, root_seed))
+    rng = streams.data.rng(seed, root_seed) if streams is not None else \
+        make_rng(data_id, root_seed)
+    data = problem.generate(int(data_id["n"]), int(data_id["p"]), rng)
     opt = problem.solve(data)
     _DATA_CACHE[key] = (data, opt)
     if len(_DATA_CACHE) > _DATA_CACHE_SIZE:
@@ -99,25 +105,43 @@ def _instances(chunk: ChunkSpec) -> tuple[Problem, Any]:
     return chunk.problem_cls(**chunk.problem_params), chunk.algorithm_cls(**chunk.algorithm_params)
 
 
+class CellStreams:
+    """The identities of a chunk's cells, which differ only in their seed, canonicalised once
+    per chunk (:class:`~dpbench.core.seeding.SeedTemplate`): ``data_id(seed)``, the data cache
+    key, the data stream and the mechanism stream, bit-identical to computing each per cell."""
+
+    def __init__(self, chunk: ChunkSpec) -> None:
+        n, p = int(chunk.point["n"]), int(chunk.point["p"])
+        prob = identity_params(chunk.problem_cls.params, chunk.problem_params)
+        algo = identity_params(chunk.algorithm_cls.params, chunk.algorithm_params)
+        self._prob, self._n, self._p, self._name = prob, n, p, chunk.problem_name
+        self.data = SeedTemplate(self.data_id)
+        self.cache = SeedTemplate(lambda s: [self.data_id(s), chunk.root_seed,
+                                             chunk.problem_cls.version])
+        self.mechanism = SeedTemplate(lambda s: mechanism_identity(
+            chunk.algorithm_name, algo, self.data_id(s), chunk.point))
+
+    def data_id(self, seed: int) -> dict[str, Any]:
+        return data_identity(self._name, self._prob, self._n, self._p, seed)
+
+
 def compute_cell(chunk: ChunkSpec, j: int, problem: Problem, algorithm: Any,
                  on_release: Callable[[], None] | None = None,
-                 memory_mb: float | None = None) -> CellOutcome:
+                 memory_mb: float | None = None,
+                 streams: CellStreams | None = None) -> CellOutcome:
     """Compute seed ``chunk.seeds[j]``; never raises (a failure is an outcome).
 
     ``on_release`` is called when the mechanism starts (the hard time limit restarts there);
-    ``memory_mb`` names the memory limit in the error of a cell that ran out of memory.
+    ``memory_mb`` names the memory limit in the error of a cell that ran out of memory;
+    ``streams`` is the chunk's :class:`CellStreams`, shared by its cells.
     """
     n, p = int(chunk.point["n"]), int(chunk.point["p"])
     eps, delta = float(chunk.point["epsilon"]), float(chunk.point["delta"])
-    data_id = data_identity(chunk.problem_name,
-                                identity_params(chunk.problem_cls.params, chunk.problem_params),
-                                n, p, chunk.seeds[j])
     try:
-        data, opt = dataset_and_optimum(problem, data_id, chunk.root_seed)
-        rng = make_rng(mechanism_identity(chunk.algorithm_name,
-                                          identity_params(chunk.algorithm_cls.params,
-                                                          chunk.algorithm_params),
-                                          data_id, chunk.point), chunk.root_seed)
+        streams = streams if streams is not None else CellStreams(chunk)
+        seed = int(chunk.seeds[j])
+        data, opt = dataset_and_optimum(problem, streams.data_id(seed), chunk.root_seed, streams)
+        rng = streams.mechanism.rng(seed, chunk.root_seed)
         if on_release is not None:
             on_release()
         t0 = time.perf_counter()
@@ -159,8 +183,9 @@ def run_chunk(chunk: ChunkSpec) -> ChunkResult:
     """Compute the requested seeds of one chunk (in this process)."""
     res = _empty_result(chunk)
     problem, algorithm = _instances(chunk)
+    streams = CellStreams(chunk)
     for j in range(len(chunk.seeds)):
-        _record(res, j, compute_cell(chunk, j, problem, algorithm))
+        _record(res, j, compute_cell(chunk, j, problem, algorithm, streams=streams))
     return res
 
 
@@ -169,17 +194,17 @@ def _cell_computer(job: tuple[tuple[ChunkSpec, ...], float | None],
     """``compute(i, heartbeat)`` for the i-th cell of ``job`` (runs in the isolated child)."""
     chunks, memory_mb = job
     cells = [(c, j) for c in chunks for j in range(len(c.seeds))]
-    instances: dict[int, tuple[Problem, Any]] = {}
+    instances: dict[int, tuple[Problem, Any, CellStreams]] = {}
 
     def compute(i: int, heartbeat: Callable[[], None]) -> CellOutcome:
         chunk, j = cells[i]
         try:
             if id(chunk) not in instances:
-                instances[id(chunk)] = _instances(chunk)
+                instances[id(chunk)] = (*_instances(chunk), CellStreams(chunk))
         except Exception as exc:
             return FAILED, None, _error_text(exc)
-        problem, algorithm = instances[id(chunk)]
-        return compute_cell(chunk, j, problem, algorithm, heartbeat, memory_mb)
+        problem, algorithm, streams = instances[id(chunk)]
+        return compute_cell(chunk, j, problem, algorithm, heartbeat, memory_mb, streams)
 
     return compute
 
@@ -220,10 +245,12 @@ def run_task(task: TaskSpec, memory_mb: float | None = None) -> TaskResult:
     limits (:func:`run_chunks_isolated`); otherwise in this process.
     """
     import socket
+    import time
 
+    t0 = time.perf_counter()
     with threadpool_limits(1):
         if needs_isolation(task, memory_mb):
             chunks = run_chunks_isolated(task.chunks, memory_mb)
         else:
             chunks = [run_chunk(c) for c in task.chunks]
-    return TaskResult(task.key, chunks, socket.gethostname())
+    return TaskResult(task.key, chunks, socket.gethostname(), time.perf_counter() - t0)

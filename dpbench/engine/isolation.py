@@ -101,6 +101,25 @@ def _forget_foreign_imports() -> None:
             table.clear()
 
 
+def _importing() -> bool:
+    """Whether some module of this process is half-initialised (another thread is running its
+    body)."""
+    return any(getattr(getattr(m, "__spec__", None), "_initializing", False)
+               for m in list(sys.modules.values()))
+
+
+def _wait_for_imports(timeout_s: float = 10.0) -> None:
+    """Before a fork: let the imports other threads are running finish (they take milliseconds),
+    so that the child does not inherit half-initialised modules. Re-importing a package whose
+    body was cut short in the child can fail on its compiled submodules (seen with
+    ``scipy.special``: ``cannot import name ... from scipy.special._ufuncs``), so this is the
+    first defence and :func:`_forget_foreign_imports` the second, for an import that starts
+    between the check and the fork."""
+    deadline = time.monotonic() + timeout_s
+    while _importing() and time.monotonic() < deadline:
+        time.sleep(0.002)
+
+
 def _exit_with_parent(every_s: float = 0.5) -> None:
     """Exit this child as soon as its parent dies, even in the middle of a hung cell (a watchdog
     thread polls the parent pid; the pipe's EOF only wakes an idle child)."""
@@ -157,6 +176,7 @@ class _Child:
     @classmethod
     def fork(cls) -> _Child:
         parent, child = Pipe(duplex=True)
+        _wait_for_imports()
         pid = os.fork()
         if pid == 0:  # the child never returns into the caller (no atexit, no dask teardown)
             code = 0

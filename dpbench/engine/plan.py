@@ -5,17 +5,23 @@ variable (a zarr chunk of the store holds one or several such rows, see
 :func:`dpbench.store.cube.chunk_shape`; only the client writes them). A **task** packs one or more
 whole chunks (cheap ones together, amortising dask's ~1–3 ms per-task overhead; neighbouring grid
 points stay adjacent so that a task's rows mostly fill whole zarr chunks) and is the unit
-submitted to dask. Cost estimates include a fixed per-cell overhead
-(:data:`CELL_OVERHEAD_COST`), so sweeps of trivial cells still split into many tasks. Packing
-depends only on the suite, never on the number of workers, and results never depend on packing:
-every cell draws its randomness from its own identity.
+submitted to dask. A :class:`Plan` keeps only compact per-chunk arrays (position, pending cells,
+estimated cost) and a :class:`Packer` builds each task only when the backend's submission window
+has room for it, so a sweep of 10⁶ cells takes about as much client memory as one of 10⁴. The
+packer sizes tasks from *measured* cost (each mechanism × problem class is timed on its first
+results; until then its chunks go one per task), so a plugin without an honest ``cost()`` is as
+parallel as one with it. Estimates include a fixed per-cell overhead
+(:data:`CELL_OVERHEAD_COST`). :func:`pack` is the static packer (estimates only; audits).
+Results never depend on packing: every cell draws its randomness from its own identity.
 """
 
 from __future__ import annotations
 
 import itertools
 import math
-from collections.abc import Iterable, Iterator, Sequence
+from array import array
+from collections import OrderedDict
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -28,6 +34,17 @@ from ..core.schema import NotApplicableChunk
 
 #: Work units (per-example gradient evaluations) a packed task aims for: a few hundred ms.
 TARGET_TASK_COST = 2.0e6
+#: Wall seconds a task aims for (:data:`TARGET_TASK_COST` measured in time): long enough to
+#: amortise dask's per-task overhead, short enough for progress and load balance.
+TARGET_TASK_SECONDS = 0.3
+#: Work units per second of one worker thread, the scale between estimates and measurements.
+UNITS_PER_SECOND = TARGET_TASK_COST / TARGET_TASK_SECONDS
+#: Near the end of a run a task takes at most 1/TAIL_SPLIT of the remaining work per worker
+#: thread, so that the last tasks finish together instead of one worker running a long tail.
+TAIL_SPLIT = 4
+#: The tail split never makes a task smaller than this fraction of the target (about 50 ms):
+#: below it, dask's and the client's per-task overhead would cost more than the balance gains.
+MIN_TASK_FRACTION = 1 / 6
 #: Upper bound on chunks per task, so that progress and resumption stay fine-grained.
 MAX_CHUNKS_PER_TASK = 256
 #: Fixed work units charged per cell on top of the algorithm's estimate: dataset lookup, seeding,
@@ -78,58 +95,290 @@ class TaskSpec:
 
 def grid_points(exp: Experiment) -> Iterator[tuple[tuple[int, ...], dict[str, Any]]]:
     """(index, point) for every grid point, in C order over the grid axes."""
-    axes = exp.axes
-    ranges = [range(len(exp.grid[a])) for a in axes]
+    ranges = [range(len(exp.grid[a])) for a in exp.axes]
     for idx in itertools.product(*ranges):
-        yield idx, {a: exp.grid[a][i] for a, i in zip(axes, idx)}
+        yield idx, _point(exp, idx)
+
+
+class _Instances:
+    """The problem and algorithm instances of an experiment's grid points, built on demand.
+
+    Only the extra axes routed to a plugin change its instance, so a few instances serve a whole
+    grid; a small LRU bounds memory when an extra axis takes very many values.
+    """
+
+    SIZE = 256
+
+    def __init__(self, exp: Experiment) -> None:
+        self.exp = exp
+        self._cache: OrderedDict[tuple[Any, ...], Any] = OrderedDict()
+
+    def _get(self, key: tuple[Any, ...], make: Callable[[], Any]) -> Any:
+        try:
+            self._cache.move_to_end(key)
+            return self._cache[key]
+        except KeyError:
+            value = self._cache[key] = make()
+            if len(self._cache) > self.SIZE:
+                self._cache.popitem(last=False)
+            return value
+
+    def problem(self, pi: int, point: dict[str, Any]) -> tuple[tuple[Any, ...], Problem]:
+        """(key, instance) of problem ``pi`` at ``point``; equal keys, equal instances."""
+        axes = self.exp.problem_axes(point)
+        key = ("p", pi, tuple(sorted(axes.items())))
+        return key, self._get(key, lambda: self.exp.problems[pi].build(axes))
+
+    def algorithm(self, ai: int, point: dict[str, Any]) -> tuple[tuple[Any, ...], Algorithm]:
+        """(key, instance) of algorithm ``ai`` at ``point``."""
+        axes = self.exp.algorithm_axes(point)
+        key = ("a", ai, tuple(sorted(axes.items())))
+        return key, self._get(key, lambda: self.exp.algorithms[ai].build(axes))
+
+    def derived(self, key: tuple[Any, ...], make: Callable[[], Any]) -> Any:
+        """A value computed from instances (applicability, cost), cached under ``key``."""
+        return self._get(("d", *key), make)
+
+
+def _point(exp: Experiment, gidx: Sequence[int]) -> dict[str, Any]:
+    return {a: exp.grid[a][i] for a, i in zip(exp.axes, gidx)}
+
+
+def _unravel(flat: int, shape: Sequence[int]) -> tuple[int, ...]:
+    out = []
+    for size in reversed(shape):
+        flat, i = divmod(flat, size)
+        out.append(i)
+    return tuple(reversed(out))
+
+
+def _pending_seeds(pending: np.ndarray | None, index: tuple[int, ...], n_seeds: int,
+                   ) -> tuple[int, ...]:
+    if pending is None:
+        return tuple(range(n_seeds))
+    return tuple(int(s) for s in np.flatnonzero(pending[index]))
+
+
+class ExperimentPlan:
+    """The chunks of one experiment that still have cells to compute, as compact arrays.
+
+    Built by one pass over the grid that instantiates every (problem, algorithm) configuration
+    (validating parameter combinations that only occur at some grid points), decides
+    applicability from declared properties only, and records per chunk its position, pending
+    cells and estimated cost: about 30 bytes per chunk, whatever the plugins' parameters.
+    :meth:`chunk` rebuilds the full :class:`ChunkSpec` of a position when it is submitted.
+    """
+
+    def __init__(self, suite: Suite, exp: Experiment, pending: np.ndarray | None = None) -> None:
+        self.suite, self.exp, self.pending = suite, exp, pending
+        self.shape = exp.shape[:-1]                      # (algorithm, problem, *grid)
+        self._instances = _Instances(exp)
+        flat, cost, cells, tie = array("q"), array("d"), array("q"), array("q")
+        n_alg, n_prob = self.shape[:2]
+        n_grid = math.prod(self.shape[2:])
+        inst = self._instances
+        self.not_applicable: list[NotApplicableChunk] = []
+        for g, (gidx, point) in enumerate(grid_points(exp)):
+            n, p = int(point["n"]), int(point["p"])
+            for pi in range(n_prob):
+                pkey, problem = inst.problem(pi, point)
+                for ai in range(n_alg):
+                    index = (ai, pi, *gidx)
+                    k = exp.seeds if pending is None else int(np.count_nonzero(pending[index]))
+                    if k == 0:
+                        continue
+                    akey, algorithm = inst.algorithm(ai, point)
+                    reason = inst.derived((akey, pkey),
+                                          lambda: algorithm.not_applicable_reason(problem))
+                    if reason is not None:
+                        self.not_applicable.append(NotApplicableChunk(exp.name, index, reason))
+                        continue
+                    unit = inst.derived((akey, n, p), lambda: algorithm.cost(n, p))
+                    flat.append((ai * n_prob + pi) * n_grid + g)   # C order over self.shape
+                    tie.append((pi * n_grid + g) * n_alg + ai)     # problem, grid, algorithm
+                    cells.append(k)
+                    cost.append(float(k * (unit + n * p + CELL_OVERHEAD_COST)))
+        self.flat = np.frombuffer(flat, dtype=np.int64) if flat else np.zeros(0, np.int64)
+        self.cost = np.frombuffer(cost, dtype=np.float64) if cost else np.zeros(0)
+        self.cells = np.frombuffer(cells, dtype=np.int64) if cells else np.zeros(0, np.int64)
+        self.tie = np.frombuffer(tie, dtype=np.int64) if tie else np.zeros(0, np.int64)
+
+    def __len__(self) -> int:
+        return len(self.flat)
+
+    def chunk(self, i: int) -> ChunkSpec:
+        """The :class:`ChunkSpec` of this plan's ``i``-th chunk (grid order)."""
+        exp = self.exp
+        index = _unravel(int(self.flat[i]), self.shape)
+        ai, pi, *gidx = index
+        point = _point(exp, gidx)
+        _, algorithm = self._instances.algorithm(ai, point)
+        _, problem = self._instances.problem(pi, point)
+        return ChunkSpec(
+            experiment=exp.name, index=index, algorithm_cls=exp.algorithms[ai].cls,
+            algorithm_name=exp.algorithms[ai].name, algorithm_params=algorithm.get_params(),
+            problem_cls=exp.problems[pi].cls, problem_name=exp.problems[pi].name,
+            problem_params=problem.get_params(), point=point,
+            seeds=_pending_seeds(self.pending, index, exp.seeds), n_seeds=exp.seeds,
+            root_seed=self.suite.root_seed, timeout_s=self.suite.effective_cell_timeout_s,
+            cost=float(self.cost[i]))
+
+
+class Plan:
+    """The pending chunks of a whole suite, streamed as tasks in submission order.
+
+    Submission order is longest-processing-time-first over the whole suite (ties: experiment
+    name, then problem and grid point, then algorithm, so that chunks sharing a dataset stay
+    adjacent), the same order :func:`pack` gives. :meth:`tasks` materialises each task only when
+    the backend asks for it, so the client's memory does not grow with the suite (only the
+    compact per-chunk arrays do); ``benchmarks/bench_client_memory.py`` measures it.
+    """
+
+    def __init__(self, experiments: Sequence[ExperimentPlan]) -> None:
+        self.experiments = tuple(experiments)
+        names = sorted(range(len(self.experiments)), key=lambda e: self.experiments[e].exp.name)
+        rank = np.empty(len(names), dtype=np.int64)
+        rank[names] = np.arange(len(names))
+        self._which = np.concatenate(
+            [np.full(len(ep), e, dtype=np.int32) for e, ep in enumerate(self.experiments)]
+            or [np.zeros(0, np.int32)])
+        self._local = np.concatenate(
+            [np.arange(len(ep)) for ep in self.experiments] or [np.zeros(0, np.int64)])
+        cost = np.concatenate([ep.cost for ep in self.experiments] or [np.zeros(0)])
+        tie = np.concatenate([ep.tie for ep in self.experiments] or [np.zeros(0, np.int64)])
+        self._order = np.lexsort((tie, rank[self._which], -cost))
+        self.n_chunks = len(cost)
+        self.n_cells = int(sum(int(ep.cells.sum()) for ep in self.experiments))
+        self.total_cost = math.fsum(cost)
+
+    @property
+    def not_applicable(self) -> list[NotApplicableChunk]:
+        return [na for ep in self.experiments for na in ep.not_applicable]
+
+    def chunks(self) -> Iterator[ChunkSpec]:
+        """Every pending chunk, most expensive first."""
+        for k in self._order:
+            yield self.experiments[self._which[k]].chunk(int(self._local[k]))
+
+    def tasks(self, target: float = TARGET_TASK_COST,
+              max_chunks: int = MAX_CHUNKS_PER_TASK) -> Iterator[TaskSpec]:
+        """The chunks packed into tasks, in submission order, built one at a time."""
+        return _group(self.chunks(), target, max_chunks)
+
+
+class Packer:
+    """Packs a :class:`Plan`'s chunks into tasks from *measured* cost, as results come back.
+
+    The estimates of :meth:`Algorithm.cost <dpbench.core.algorithm.Algorithm.cost>` order the
+    chunks (longest first) and give the relative cost of one mechanism × problem *class* across
+    grid points; measurements give its scale: once a class has results, a chunk's cost is its
+    estimate times the class's measured/estimated ratio (a ratio of sums over every result so
+    far), and tasks are packed to :data:`TARGET_TASK_SECONDS`. A class whose algorithm declares
+    no ``cost()`` is *probed* first: single-chunk tasks, at most one per worker thread, and
+    nothing more of it until one comes back (:meth:`tasks` yields ``None``: "wait for a
+    result"), so an estimate that calls its cells trivial cannot pack the sweep into one
+    serial task. Towards the end, a task takes at most 1/:data:`TAIL_SPLIT` of the remaining
+    work per worker thread (``capacity``, set by the runner from the backend), so the last tasks
+    finish together. Packing then depends on timings; results never depend on packing (every
+    cell draws its randomness from its own identity).
+    """
+
+    def __init__(self, plan: Plan, target: float = TARGET_TASK_COST,
+                 max_chunks: int = MAX_CHUNKS_PER_TASK) -> None:
+        self.plan, self.target, self.max_chunks = plan, target, max_chunks
+        self.capacity: Callable[[], int] = lambda: 1
+        self._measured: dict[tuple[str, int, int], float] = {}
+        self._estimated: dict[tuple[str, int, int], float] = {}
+        self._left: dict[tuple[str, int, int], float] = {}
+        self._declares: dict[tuple[str, int, int], bool] = {}
+        self._probes: dict[str, tuple[str, int, int]] = {}      # task key -> class, in flight
+        self._probing: dict[tuple[str, int, int], int] = {}
+        for ep in plan.experiments:
+            n_alg, n_prob = ep.shape[:2]
+            cls = ep.flat // math.prod(ep.shape[2:])        # algorithm * n_prob + problem
+            sums = np.bincount(cls, weights=ep.cost, minlength=n_alg * n_prob)
+            for c in np.flatnonzero(sums):
+                ai, pi = int(c) // n_prob, int(c) % n_prob
+                key = (ep.exp.name, ai, pi)
+                self._left[key] = float(sums[c])
+                self._declares[key] = ep.exp.algorithms[ai].cls.cost is not Algorithm.cost
+
+    @staticmethod
+    def _class(chunk: ChunkSpec) -> tuple[str, int, int]:
+        return chunk.experiment, chunk.index[0], chunk.index[1]
+
+    def _scale(self, cls: tuple[str, int, int]) -> float | None:
+        est = self._estimated.get(cls)
+        return None if not est else self._measured[cls] / est
+
+    def _tail_target(self) -> float:
+        left = math.fsum(v * (self._scale(c) or 1.0) for c, v in self._left.items())
+        split = left / (TAIL_SPLIT * max(self.capacity(), 1))
+        return min(self.target, max(split, self.target * MIN_TASK_FRACTION))
+
+    def tasks(self) -> Iterator[TaskSpec | None]:
+        """The plan's chunks as tasks, in submission order, each built when it is asked for;
+        ``None`` means: nothing until a task in flight comes back (:meth:`observe`)."""
+        group: list[ChunkSpec] = []
+        acc = 0.0
+        for chunk in self.plan.chunks():
+            cls = self._class(chunk)
+            self._left[cls] -= chunk.cost
+            if not self._declares[cls] and self._scale(cls) is None:
+                if group:
+                    yield _task(group)
+                    group, acc = [], 0.0
+                while self._scale(cls) is None and \
+                        self._probing.get(cls, 0) >= max(self.capacity(), 1):
+                    yield None
+                if self._scale(cls) is None:
+                    probe = _task([chunk])
+                    self._probes[probe.key] = cls
+                    self._probing[cls] = self._probing.get(cls, 0) + 1
+                    yield probe
+                    continue
+            group.append(chunk)
+            acc += chunk.cost * (self._scale(cls) or 1.0)
+            if acc >= self._tail_target() or len(group) >= self.max_chunks:
+                yield _task(group)
+                group, acc = [], 0.0
+        if group:
+            yield _task(group)
+
+    def observe(self, task: TaskSpec, result: Any) -> None:
+        """Learn from a finished task (failed ones too): its worker seconds, split over its
+        chunks as their own mechanism time (``wall_time_s``) plus an equal share per cell of the
+        rest (data, optimum, risk evaluation)."""
+        cls = self._probes.pop(task.key, None)
+        if cls is not None:
+            self._probing[cls] -= 1
+        seconds = float(getattr(result, "seconds", 0.0) or 0.0)
+        chunks = getattr(result, "chunks", None)
+        if seconds <= 0 or not chunks or len(chunks) != len(task.chunks):
+            return
+        own = [float(np.nansum(r.values.get("wall_time_s", np.zeros(0)))) for r in chunks]
+        cells = sum(len(c.seeds) for c in task.chunks)
+        rest = max(seconds - math.fsum(own), 0.0) / max(cells, 1)
+        for spec, mech in zip(task.chunks, own):
+            cls = self._class(spec)
+            units = (mech + rest * len(spec.seeds)) * UNITS_PER_SECOND
+            self._measured[cls] = self._measured.get(cls, 0.0) + units
+            self._estimated[cls] = self._estimated.get(cls, 0.0) + spec.cost
+
+
+def plan_suite(suite: Suite, pending: Mapping[str, np.ndarray] | None = None) -> Plan:
+    """The plan of ``suite``; ``pending`` maps an experiment to a boolean mask over its cube
+    (absent or ``None``: every cell pending)."""
+    pending = pending or {}
+    return Plan([ExperimentPlan(suite, exp, pending.get(exp.name)) for exp in suite.experiments])
 
 
 def expand(suite: Suite, exp: Experiment, pending: np.ndarray | None = None,
            ) -> tuple[list[ChunkSpec], list[NotApplicableChunk]]:
-    """The chunks of ``exp`` that still have cells to compute, and the not-applicable chunks.
-
-    ``pending`` is a boolean mask over the cube (``None``: everything pending). Applicability is
-    decided here, from declared properties only, so not-applicable cells never reach a worker.
-    """
-    chunks: list[ChunkSpec] = []
-    not_applicable: list[NotApplicableChunk] = []
-    problems: dict[tuple[int, tuple[Any, ...]], Problem] = {}
-    algorithms: dict[tuple[int, tuple[Any, ...]], Algorithm] = {}
-    for gidx, point in grid_points(exp):
-        prob_axes = exp.problem_axes(point)
-        algo_axes = exp.algorithm_axes(point)
-        for pi, pspec in enumerate(exp.problems):
-            key = (pi, tuple(sorted(prob_axes.items())))
-            if key not in problems:
-                problems[key] = pspec.build(prob_axes)
-            problem = problems[key]
-            for ai, aspec in enumerate(exp.algorithms):
-                index = (ai, pi, *gidx)
-                if pending is not None:
-                    mask = pending[index]
-                    seeds = tuple(int(s) for s in np.flatnonzero(mask))
-                    if not seeds:
-                        continue
-                else:
-                    seeds = tuple(range(exp.seeds))
-                akey = (ai, tuple(sorted(algo_axes.items())))
-                if akey not in algorithms:
-                    algorithms[akey] = aspec.build(algo_axes)
-                algorithm = algorithms[akey]
-                reason = algorithm.not_applicable_reason(problem)
-                if reason is not None:
-                    not_applicable.append(NotApplicableChunk(exp.name, index, reason))
-                    continue
-                n, p = int(point["n"]), int(point["p"])
-                cost = len(seeds) * (algorithm.cost(n, p) + n * p + CELL_OVERHEAD_COST)
-                chunks.append(ChunkSpec(
-                    experiment=exp.name, index=index, algorithm_cls=aspec.cls,
-                    algorithm_name=aspec.name, algorithm_params=algorithm.get_params(),
-                    problem_cls=pspec.cls, problem_name=pspec.name,
-                    problem_params=problem.get_params(), point=point, seeds=seeds,
-                    n_seeds=exp.seeds, root_seed=suite.root_seed, timeout_s=suite.effective_cell_timeout_s,
-                    cost=float(cost)))
-    return chunks, not_applicable
+    """The chunks of ``exp`` that still have cells to compute (grid order), and the
+    not-applicable chunks: one experiment's :class:`ExperimentPlan`, materialised."""
+    ep = ExperimentPlan(suite, exp, pending)
+    return [ep.chunk(i) for i in range(len(ep))], ep.not_applicable
 
 
 def pack(chunks: Sequence[ChunkSpec], target: float = TARGET_TASK_COST,
@@ -141,30 +390,24 @@ def pack(chunks: Sequence[ChunkSpec], target: float = TARGET_TASK_COST,
     so a worker's dataset cache serves every algorithm packed with them.
     """
     order = sorted(chunks, key=lambda c: (-c.cost, c.experiment, c.index[1:], c.index[0]))
-    tasks: list[TaskSpec] = []
+    return list(_group(order, target, max_chunks))
+
+
+def _group(chunks: Iterable[ChunkSpec], target: float, max_chunks: int) -> Iterator[TaskSpec]:
+    """Consecutive chunks grouped into tasks of about ``target`` cost (at most ``max_chunks``)."""
     group: list[ChunkSpec] = []
     acc = 0.0
-
-    def flush() -> None:
-        nonlocal group, acc
-        if group:
-            first = group[0]
-            key = f"dpb-{first.experiment}-{'.'.join(map(str, first.index))}-{len(group)}"
-            tasks.append(TaskSpec(key, tuple(group)))
-        group, acc = [], 0.0
-
-    for c in order:
+    for c in chunks:
         group.append(c)
         acc += c.cost
         if acc >= target or len(group) >= max_chunks:
-            flush()
-    flush()
-    return tasks
+            yield _task(group)
+            group, acc = [], 0.0
+    if group:
+        yield _task(group)
 
 
-def count_cells(chunks: Iterable[ChunkSpec]) -> int:
-    return sum(len(c.seeds) for c in chunks)
-
-
-def total_cost(tasks: Iterable[TaskSpec]) -> float:
-    return math.fsum(t.cost for t in tasks)
+def _task(group: list[ChunkSpec]) -> TaskSpec:
+    first = group[0]
+    return TaskSpec(f"dpb-{first.experiment}-{'.'.join(map(str, first.index))}-{len(group)}",
+                    tuple(group))

@@ -11,9 +11,10 @@ marks its cells failed; the sweep goes on.
 from __future__ import annotations
 
 import datetime as _dt
+import itertools
 import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
@@ -28,7 +29,9 @@ from ..store.lock import StoreLock
 from .backends import Connection, open_backend
 from .backends.base import TaskFailed
 from .cells import TaskResult, run_task
-from .plan import TaskSpec, count_cells, expand, pack
+from .plan import Packer, Plan, TaskSpec, plan_suite
+
+_END = object()
 
 
 @dataclass
@@ -133,30 +136,40 @@ def suite_tasks(memory_mb: float | None) -> TaskKind:
     return TaskKind(partial(run_task, memory_mb=memory_mb), failed_task_result, TaskResult)
 
 
-def drive_tasks(tasks: Sequence[Any], store: Any, summary: Any, bar: Progress, *,
+def drive_tasks(tasks: Iterable[Any], store: Any, summary: Any, bar: Progress, *,
                 kind: TaskKind, write: Callable[[Any], tuple[int, int]],
                 connection: Connection, window: int | None = None,
                 on_result: Callable[[Any], None] | None = None,
-                command: str | None = None) -> None:
-    """Run packed ``tasks`` of ``kind`` on the backend ``connection`` names, hand each completed
+                command: str | None = None,
+                packer: Packer | None = None) -> None:
+    """Run packed ``tasks`` (a sequence, or an iterator the backend pulls from as its submission
+    window frees up) of ``kind`` on the backend ``connection`` names, hand each completed
     task's result to ``write`` (which stores it and returns its (done, failed) cell counts), and
     record the run in the store's log, also when interrupted.
 
     The one client loop behind ``dpbench run`` and ``dpbench audit``. ``summary`` needs
-    ``backend``, ``computed``, ``failed`` and ``seconds`` attributes.
+    ``backend``, ``computed``, ``failed`` and ``seconds`` attributes. A ``packer`` producing
+    ``tasks`` learns the backend's capacity and every computed task's timing.
     """
     started = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
     t0 = time.perf_counter()
     interrupted = ""
+    stream = iter(tasks)
+    first = next(stream, _END)
     try:
-        if tasks:
+        if first is not _END:
             with open_backend(connection) as backend:
                 summary.backend = backend.description
-                for spec, res in backend.results(kind.run, tasks, window):
+                if packer is not None:
+                    packer.capacity = backend.capacity
+                for spec, res in backend.results(kind.run, itertools.chain([first], stream),
+                                                 window):
                     if isinstance(res, TaskFailed):
                         res = kind.failed(spec, res.message)
                     elif not isinstance(res, kind.result_type):
                         res = kind.failed(spec, f"task failed: returned {type(res).__name__}")
+                    if packer is not None:
+                        packer.observe(spec, res)
                     done, failed = write(res)
                     summary.computed += done
                     summary.failed += failed
@@ -194,31 +207,26 @@ def run_suite(suite: Suite, store_path: str | Path, *, scheduler: str | None = N
     connection.check()
     # Instantiating every cell's problem and algorithm validates parameter combinations that only
     # occur at some grid points, before the store is touched.
-    planned = {exp.name: expand(suite, exp) for exp in suite.experiments}
+    planned = plan_suite(suite)
     with StoreLock(store_path, f"dpbench run {suite.name}", break_stale=break_lock):
         return _run_locked(suite, store_path, planned, connection, restart=restart,
                            retry_failed=retry_failed, window=window, progress=progress,
                            on_result=on_result)
 
 
-def _run_locked(suite: Suite, store_path: str | Path, planned: dict[str, Any],
+def _run_locked(suite: Suite, store_path: str | Path, planned: Plan,
                 connection: Connection, *, restart: bool, retry_failed: bool,
                 window: int | None, progress: bool,
                 on_result: Callable[[TaskResult], None] | None) -> RunSummary:
     resuming = check_store_path(Path(store_path)) and not restart
     store = Store.prepare(store_path, suite, restart=restart)
-    chunks, not_applicable = [], []
-    for exp in suite.experiments:
-        if resuming:
-            c, na = expand(suite, exp, store.pending_mask(exp.name, retry_failed))
-        else:
-            c, na = planned[exp.name]
-        chunks += c
-        not_applicable += na
+    plan = planned
+    if resuming:
+        plan = plan_suite(suite, {e.name: store.pending_mask(e.name, retry_failed)
+                                  for e in suite.experiments})
     summary = RunSummary(Path(store_path), "none (nothing to compute)")
-    summary.not_applicable = store.mark_not_applicable(not_applicable)
-    tasks = pack(chunks)
-    bar = Progress(count_cells(chunks), sum(t.cost for t in tasks), enabled=progress)
+    summary.not_applicable = store.mark_not_applicable(plan.not_applicable)
+    bar = Progress(plan.n_cells, plan.total_cost, enabled=progress)
 
     def write(res: TaskResult) -> tuple[int, int]:
         store.write_many(res.chunks)
@@ -226,7 +234,9 @@ def _run_locked(suite: Suite, store_path: str | Path, planned: dict[str, Any],
         failed = sum(int(np.sum(c.status == FAILED)) for c in res.chunks)
         return done, failed
 
-    drive_tasks(tasks, store, summary, bar, kind=suite_tasks(suite.cell_memory_mb), write=write,
-                connection=connection, window=window, on_result=on_result)
+    packer = Packer(plan)
+    drive_tasks(packer.tasks(), store, summary, bar, kind=suite_tasks(suite.cell_memory_mb),
+                write=write, connection=connection, window=window, on_result=on_result,
+                packer=packer)
     summary.counts = {e.name: store.counts(e.name) for e in suite.experiments}
     return summary

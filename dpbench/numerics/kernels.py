@@ -9,9 +9,12 @@ so they run as numba-compiled loops. A problem opts in by returning a :class:`Lo
 
 where ``theta`` and ``out`` are float64 vectors of length p, ``X`` the (n, p) float64 rows, ``y``
 the float64 labels (an empty array for unlabelled data) and ``prm`` a float64 vector of the
-problem's public parameters. The compiled mechanism loops take these functions as arguments, so a
-third-party problem gets the fast path by writing its own two functions; a problem without a kernel
-falls back to the numpy implementation of each mechanism (same law, a different random stream).
+problem's public parameters. The compiled mechanism loops call these functions (NoisySGD compiles
+its loop once per kernel with the gradient inlined, :func:`dpbench.numerics.jit.specialise`; the
+others take them as arguments), so a third-party problem gets the fast path by writing its own two
+functions; a problem without a kernel falls back to the numpy implementation of each mechanism
+(same law, a different random stream). The built-in kernels are cached on disk by
+:func:`dpbench.numerics.jit.cached_njit` (numba's cache, safe under concurrent processes).
 
 The kernels must agree with ``Problem.loss`` / ``Problem.grad``; :func:`check_kernel` checks it,
 and mechanisms obtain a problem's kernel through :func:`resolve_kernel`, which ignores a kernel
@@ -26,6 +29,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from numba import njit
+
+from .jit import cached_njit
 
 __all__ = ["LossKernel", "kernel_arrays", "sum_loss", "sum_grad", "LINEAR", "QUADRATIC", "HINGE",
            "LOGISTIC", "resolve_kernel", "check_kernel", "KERNEL_RTOL"]
@@ -79,7 +84,7 @@ def sum_grad(grad, theta, X, y, prm, out, work):  # type: ignore[no-untyped-def]
 
 
 # --- kernels of the built-in families --------------------------------------------------------
-@njit(cache=True)
+@cached_njit
 def linear_loss(theta, X, y, prm, i):  # type: ignore[no-untyped-def]
     """ℓ = −⟨θ, x⟩ + (prm[0]/2)‖θ‖² (LB-Lin when prm[0] = 0; linear + ridge otherwise)."""
     dot = 0.0
@@ -90,13 +95,13 @@ def linear_loss(theta, X, y, prm, i):  # type: ignore[no-untyped-def]
     return -dot + 0.5 * prm[0] * sq
 
 
-@njit(cache=True)
+@cached_njit
 def linear_grad(theta, X, y, prm, i, out):  # type: ignore[no-untyped-def]
     for j in range(theta.shape[0]):
         out[j] = -X[i, j] + prm[0] * theta[j]
 
 
-@njit(cache=True)
+@cached_njit
 def quadratic_loss(theta, X, y, prm, i):  # type: ignore[no-untyped-def]
     """ℓ = (prm[0]/2)‖θ − x‖² + prm[1]·‖θ − x‖ (LB-Quad: prm = (1, 0); KINK-SC: (Δ, 1))."""
     sq = 0.0
@@ -106,7 +111,7 @@ def quadratic_loss(theta, X, y, prm, i):  # type: ignore[no-untyped-def]
     return 0.5 * prm[0] * sq + prm[1] * math.sqrt(sq)
 
 
-@njit(cache=True)
+@cached_njit
 def quadratic_grad(theta, X, y, prm, i, out):  # type: ignore[no-untyped-def]
     """(prm[0] + prm[1]/‖θ − x‖)(θ − x); the subgradient 0 is taken at the kink θ = x."""
     sq = 0.0
@@ -131,7 +136,7 @@ def QUADRATIC(curvature: float = 1.0, kink: float = 0.0) -> LossKernel:
 
 
 # Margin losses φ(y⟨θ, x⟩) + (prm[0]/2)‖θ‖² (dpbench.problems._linear_law), one pair per φ.
-@njit(cache=True)
+@cached_njit
 def _margin_and_ridge(theta, X, y, prm, i):  # type: ignore[no-untyped-def]
     """(y_i⟨θ, x_i⟩, (prm[0]/2)‖θ‖²)."""
     dot = 0.0
@@ -142,7 +147,7 @@ def _margin_and_ridge(theta, X, y, prm, i):  # type: ignore[no-untyped-def]
     return y[i] * dot, 0.5 * prm[0] * sq
 
 
-@njit(cache=True)
+@cached_njit
 def _margin_grad(theta, X, y, prm, i, out, dphi):  # type: ignore[no-untyped-def]
     """out = φ'(m)·y_i·x_i + prm[0]·θ, given dphi = φ'(m)."""
     coef = y[i] * dphi
@@ -150,7 +155,7 @@ def _margin_grad(theta, X, y, prm, i, out, dphi):  # type: ignore[no-untyped-def
         out[j] = coef * X[i, j] + prm[0] * theta[j]
 
 
-@njit(cache=True)
+@cached_njit
 def _margin(theta, X, y, i):  # type: ignore[no-untyped-def]
     dot = 0.0
     for j in range(theta.shape[0]):
@@ -158,28 +163,28 @@ def _margin(theta, X, y, i):  # type: ignore[no-untyped-def]
     return y[i] * dot
 
 
-@njit(cache=True)
+@cached_njit
 def hinge_loss(theta, X, y, prm, i):  # type: ignore[no-untyped-def]
     """ℓ = (1 − y⟨θ, x⟩)₊ + (prm[0]/2)‖θ‖² (hinge SVM, optionally with a ridge)."""
     m, ridge = _margin_and_ridge(theta, X, y, prm, i)
     return max(0.0, 1.0 - m) + ridge
 
 
-@njit(cache=True)
+@cached_njit
 def hinge_grad(theta, X, y, prm, i, out):  # type: ignore[no-untyped-def]
     """−y·x·1[y⟨θ, x⟩ < 1] + prm[0]·θ (the subgradient 0 of the hinge is taken at the kink)."""
     m = _margin(theta, X, y, i)
     _margin_grad(theta, X, y, prm, i, out, -1.0 if m < 1.0 else 0.0)
 
 
-@njit(cache=True)
+@cached_njit
 def logistic_loss(theta, X, y, prm, i):  # type: ignore[no-untyped-def]
     """ℓ = log(1 + exp(−y⟨θ, x⟩)) + (prm[0]/2)‖θ‖², evaluated as ``np.logaddexp(0, −m)``."""
     m, ridge = _margin_and_ridge(theta, X, y, prm, i)
     return max(0.0, -m) + math.log1p(math.exp(-abs(m))) + ridge
 
 
-@njit(cache=True)
+@cached_njit
 def logistic_grad(theta, X, y, prm, i, out):  # type: ignore[no-untyped-def]
     """−expit(−m)·y·x + prm[0]·θ with m = y⟨θ, x⟩ (expit evaluated stably on both signs)."""
     m = _margin(theta, X, y, i)

@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import functools
 import itertools
+import os
 import re
+import uuid
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -49,6 +51,13 @@ from ..analysis.rates import MIN_POINTS
 from ..core.errors import UserInputError
 from ..core.schema import DONE, FAILED, NOT_APPLICABLE
 from ..store.cube import ROOT_KEY, Counts, Store
+from ..store.writable import (
+    check_writable,
+    disk_reason,
+    is_disk_error,
+    missing_dirs,
+    remove_empty_dirs,
+)
 from . import sections
 from .figures import (
     PALETTE,
@@ -591,8 +600,9 @@ def _ours(path: Path) -> bool:
     return any(m in head for m in _MARKERS)
 
 
-def check_output(html_path: Path, overwrite: bool = False) -> None:
-    """Refuse (exit 2) to replace a file that dpbench did not write, unless ``overwrite``."""
+def check_output(html_path: Path, overwrite: bool = False, option: str = "--output") -> None:
+    """Refuse (exit 2) to replace a file that dpbench did not write, unless ``overwrite``, and
+    to write into a directory on a read-only or full file system (``option`` names the field)."""
     for path in (html_path, html_path.with_suffix(".md")):
         if path.is_dir():
             raise UserInputError(f"report output {str(path)!r} is a directory")
@@ -600,6 +610,7 @@ def check_output(html_path: Path, overwrite: bool = False) -> None:
             raise UserInputError(
                 f"report output {str(path)!r} exists and was not written by dpbench; choose "
                 "another --output, or pass --overwrite to replace it")
+    check_writable(html_path, option)
 
 
 def report_context(store_path: str | Path, *, n_resamples: int = 2000,
@@ -626,23 +637,43 @@ def report_context(store_path: str | Path, *, n_resamples: int = 2000,
 
 
 def render_report(context: dict[str, Any], output_html: str | Path, *,
-                  overwrite: bool = False) -> tuple[Path, Path]:
+                  overwrite: bool = False, option: str = "--output") -> tuple[Path, Path]:
     """Render the HTML report and its Markdown summary (same stem, ``.md``) from a context.
 
-    A file at either path that dpbench did not write is refused unless ``overwrite``."""
+    A file at either path that dpbench did not write is refused unless ``overwrite``. Both files
+    are written to temporary files beside them and then renamed into place, so a disk that
+    fills up (or any other write error) leaves neither a partial report nor a changed one: a
+    disk error is a :class:`UserInputError` naming ``option``."""
     env = environment()
     html_path = Path(output_html)
     if html_path.suffix.lower() == ".md":
         raise UserInputError(f"report output {str(html_path)!r} must be the HTML file (.html); "
                              "the Markdown summary is written next to it")
     md_path = html_path.with_suffix(".md")
-    check_output(html_path, overwrite)
-    html_path.parent.mkdir(parents=True, exist_ok=True)
+    check_output(html_path, overwrite, option)
     registered = sections.SECTIONS
-    html_path.write_text(env.get_template("report.html.j2").render(**context, sections=registered),
-                         encoding="utf-8", newline="\n")
-    md_path.write_text(env.get_template("report.md.j2").render(**context, sections=registered),
-                       encoding="utf-8", newline="\n")
+    texts = [(html_path, env.get_template("report.html.j2").render(**context,
+                                                                   sections=registered)),
+             (md_path, env.get_template("report.md.j2").render(**context, sections=registered))]
+    created = missing_dirs(html_path.parent)
+    temporaries: list[Path] = []
+    try:
+        html_path.parent.mkdir(parents=True, exist_ok=True)
+        for path, text in texts:
+            tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex}.partial")
+            temporaries.append(tmp)
+            tmp.write_text(text, encoding="utf-8", newline="\n")
+        for (path, _), tmp in zip(texts, temporaries):
+            os.replace(tmp, path)
+    except Exception as exc:
+        for tmp in temporaries:
+            tmp.unlink(missing_ok=True)
+        remove_empty_dirs(created)
+        if isinstance(exc, OSError) and is_disk_error(exc):
+            raise UserInputError(f"{option}: cannot write the report {str(html_path)!r} "
+                                 f"({disk_reason(exc)}); no partial file is left: free some "
+                                 f"space, or choose another {option}") from exc
+        raise
     return html_path, md_path
 
 

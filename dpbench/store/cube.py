@@ -24,13 +24,14 @@ store whose pending cells are recomputed on resume (identically, since cells are
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import datetime as _dt
 import json
 import os
 import platform
 import shutil
 import socket
-from collections.abc import Awaitable, Iterable, Sequence
+from collections.abc import Awaitable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
@@ -58,6 +59,7 @@ from ..core.schema import (
     check_version,
 )
 from ..core.seeding import stable_hash
+from .writable import disk_reason, is_disk_error
 
 ROOT_KEY = "dpbench_store"
 EXP_KEY = "dpbench_experiment"
@@ -160,6 +162,47 @@ def check_store_path(path: Path) -> bool:
     return False
 
 
+def _settle_writes(timeout: float = 10.0) -> None:
+    """Wait for zarr writes still in flight on zarr's event loop: when one write of a concurrent
+    batch fails (:func:`_gather`), the others go on and may create files after the failure."""
+    async def _wait_others() -> None:
+        current = asyncio.current_task()
+        others = [t for t in asyncio.all_tasks() if t is not current and not t.done()]
+        if others:
+            await asyncio.wait(others, timeout=timeout)
+    _zarr_sync(_wait_others())
+
+
+def _remove_new_store(path: Path, keep_dir: bool) -> None:
+    """Remove what a failed creation wrote at ``path`` (its contents only when ``keep_dir``: the
+    empty directory was there before), once no zarr write is in flight."""
+    _settle_writes()
+    if not keep_dir:
+        shutil.rmtree(path, ignore_errors=True)
+        return
+    for child in path.iterdir():
+        if child.is_dir() and not child.is_symlink():
+            shutil.rmtree(child, ignore_errors=True)
+        else:
+            child.unlink(missing_ok=True)
+
+
+@contextlib.contextmanager
+def _new_store_guard(path: Path, keep_dir: bool) -> Iterator[None]:
+    """Undo the creation of a new store that fails: a full, read-only or forbidden disk (or any
+    other error) while it is created leaves no half-initialised store; a disk error becomes a
+    :class:`StoreError` (exit 2) naming ``--store``."""
+    try:
+        yield
+    except Exception as exc:
+        _remove_new_store(path, keep_dir)
+        if isinstance(exc, OSError) and is_disk_error(exc):
+            raise StoreError(f"--store: cannot create the store {str(path)!r} "
+                             f"({disk_reason(exc)}); what was created is removed: free some "
+                             "space, or choose another --store") from exc
+        raise
+
+
 @dataclass
 class Counts:
     total: int = 0
@@ -181,6 +224,10 @@ class Store:
         self.path = path
         self.root = root
         self._arrays: dict[str, dict[str, zarr.Array]] = {}
+        #: Whether :meth:`prepare` created this store in this process (then ``_keep_dir``: the
+        #: empty directory it was created in existed before).
+        self.created = False
+        self._keep_dir = False
 
     # --- opening ------------------------------------------------------------------------------
     @classmethod
@@ -200,7 +247,8 @@ class Store:
         """Create the store, or open it for resumption after checking it matches the suite.
 
         An experiment whose definition changed is refused (``restart=True`` discards the whole
-        store and starts over). Experiments new to the suite are added.
+        store and starts over). Experiments new to the suite are added. A new store whose
+        creation fails (e.g. a full disk) is removed again (:meth:`creating`).
         """
         path = Path(path)
         exists = check_store_path(path)
@@ -212,12 +260,30 @@ class Store:
             store = cls(path, root)
             store._check_schema()
             store._check_matches(suite)
-        else:
+            return store._prepare_experiments(suite)
+        keep_dir = path.is_dir()
+        with _new_store_guard(path, keep_dir):
             path.mkdir(parents=True, exist_ok=True)
             root = zarr.open_group(str(path), mode="w", zarr_format=3)
             root.attrs[ROOT_KEY] = {"schema": SCHEMA_VERSION, "created_utc": _now(),
                                     "dpbench_version": __version__}
             store = cls(path, root)
+            store.created, store._keep_dir = True, keep_dir
+            return store._prepare_experiments(suite)
+
+    def creating(self) -> contextlib.AbstractContextManager[None]:
+        """A context for writing the initial layout of the store (groups, arrays, attributes;
+        e.g. the audit groups): when :meth:`prepare` created the store in this process, a
+        failure inside removes it and a disk error becomes a :class:`StoreError` (exit 2); for
+        an existing store it does nothing (a full disk propagates as an ``OSError`` and the
+        cells already written are kept)."""
+        if not self.created:
+            return contextlib.nullcontext()
+        return _new_store_guard(self.path, self._keep_dir)
+
+    def _prepare_experiments(self, suite: Suite) -> Store:
+        """Record the suite in the root attributes and create or refresh its experiments."""
+        store, root = self, self.root
         meta = dict(root.attrs[ROOT_KEY])
         meta.update({"suite_name": suite.name, "suite_source": suite.source,
                      "suite_yaml": suite.text, "suite_hash": stable_hash(suite.text),

@@ -32,6 +32,7 @@ from pathlib import Path
 from types import TracebackType
 
 from ..core.errors import StoreError
+from .writable import check_writable, disk_reason, missing_dirs, remove_empty_dirs
 
 __all__ = ["HEARTBEAT_S", "LOCK_SUFFIX", "STALE_AFTER_S", "LockHolder", "StoreLock", "StoreLocked",
            "lock_path", "read_holder"]
@@ -157,6 +158,8 @@ class StoreLock:
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self.broken: LockHolder | None = None
+        #: Directories acquire created for the store (removed again at release while empty).
+        self._created_dirs: list[Path] = []
 
     # --- acquiring ----------------------------------------------------------------------------
     def _try_create(self) -> bool:
@@ -164,10 +167,14 @@ class StoreLock:
             fd = os.open(self.lock, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
         except FileExistsError:
             return False
-        with os.fdopen(fd, "w") as fh:
-            fh.write(json.dumps(asdict(self.holder)))
-            fh.flush()
-            os.fsync(fh.fileno())
+        try:
+            with os.fdopen(fd, "w") as fh:
+                fh.write(json.dumps(asdict(self.holder)))
+                fh.flush()
+                os.fsync(fh.fileno())
+        except BaseException:  # e.g. a full disk: no empty or partial lock file is left behind
+            self.lock.unlink(missing_ok=True)
+            raise
         return True
 
     def _refuse(self, message: str) -> None:
@@ -177,19 +184,25 @@ class StoreLock:
         if self.path.exists() and not self.path.is_dir():
             raise StoreError(f"store path {str(self.path)!r} is a file, not a dpbench store; "
                              "choose a new path or an existing store directory")
+        # Read-only, not permitted or full: refused before anything is created (exit 2).
+        check_writable(self.path, "--store", StoreError)
+        created = missing_dirs(self.lock.parent)
         try:
             self.lock.parent.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
-            raise StoreError(f"cannot create the directory of store {str(self.path)!r}: "
-                             f"{exc.strerror or exc}") from exc
+            remove_empty_dirs(created)
+            raise StoreError(f"--store: cannot create the directory of store "
+                             f"{str(self.path)!r} ({disk_reason(exc)})") from exc
+        self._created_dirs = created
         for _ in range(2):
             try:
                 if self._try_create():
                     self._start_heartbeat()
                     return self
             except OSError as exc:
-                self._refuse(f"cannot write the lock file {str(self.lock)!r} of store "
-                             f"{str(self.path)!r}: {exc.strerror or exc}")
+                remove_empty_dirs(created)
+                self._refuse(f"--store: cannot write the lock file {str(self.lock)!r} of store "
+                             f"{str(self.path)!r} ({disk_reason(exc)})")
             holder = self._wait_for_holder()
             if holder is None:
                 self._refuse(
@@ -266,6 +279,9 @@ class StoreLock:
         current = read_holder(self.lock)
         if current is not None and current.token == self.holder.token:
             self.lock.unlink(missing_ok=True)
+        # Directories made for a store that was not created after all (a refusal, or a full
+        # disk whose half-created store was removed); a store in them keeps them.
+        remove_empty_dirs(self._created_dirs)
 
     def __enter__(self) -> StoreLock:
         return self.acquire()

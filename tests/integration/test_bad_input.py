@@ -243,6 +243,11 @@ BAD_INPUTS: tuple[Bad, ...] = (
             "cluster: {module: dask_jobqueue, class: SLURMCluster, kwargs: {cores: 1, "
             "processes: 1, memory: 1GB, queue: q, walltime: '01:00:00', worker_extra_args: "
             "[--lifetime, 50m, --lifetime-stagger, 4m]}}")(d), _no_sbatch_on_path(d))),
+    Bad("profile-worker-timeout", "--cluster with worker_timeout_s: 0",
+        "worker_timeout_s: must be a number of seconds", GOOD,
+        args=("--cluster", "{dir}/profile.yaml"),
+        setup=_profile("cluster: {module: distributed, class: LocalCluster, kwargs: "
+                       "{n_workers: 1}}\nworker_timeout_s: 0\n")),
     # --- the store ------------------------------------------------------------------------------
     Bad("store-is-file", "--store names a file", "is a file", GOOD,
         setup=lambda d: (d / "s.zarr").write_text("x")),

@@ -7,6 +7,8 @@ from __future__ import annotations
 import os
 import re
 import stat
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -344,3 +346,42 @@ def test_run_through_a_scheduler_file(tiny_suite_file: Path, tmp_path: Path,
     ref = tmp_path / "ref.zarr"
     run_suite(load_suite(tiny_suite_file), ref, workers=0, progress=False)
     assert_cubes_identical(ref, store, ["approx", "pure"])
+
+
+def test_loading_a_jobqueue_class_keeps_ctrl_c_an_interrupt() -> None:
+    """dask-jobqueue installs, on import, a SIGINT handler that calls sys.exit() (exit code 0 for
+    an interrupted sweep); the profile loader imports it without letting that handler in."""
+    pytest.importorskip("dask_jobqueue")
+    code = ("import signal, sys; assert 'dask_jobqueue' not in sys.modules\n"
+            "from dpbench.config.cluster import cluster_class, load_profile\n"
+            f"cluster_class(load_profile({str(ROOT / 'cluster' / 'slurm-local.yaml')!r}), 'p')\n"
+            "assert 'dask_jobqueue' in sys.modules\n"
+            "assert signal.getsignal(signal.SIGINT) is signal.default_int_handler\n")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr[-2000:]
+
+
+def test_a_cluster_without_workers_ends_the_run_after_worker_timeout_s(
+        tiny_suite_file: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A cluster that never gets a worker (here a LocalCluster of 0 workers; on a batch system a
+    job that never starts) ends the run with exit 2 after the profile's worker_timeout_s, the
+    interruption recorded and the lock released, instead of waiting for ever."""
+    import json
+    import time
+
+    from dpbench.store.cube import ROOT_KEY
+
+    prof = tmp_path / "empty.yaml"
+    prof.write_text("cluster:\n  module: distributed\n  class: LocalCluster\n"
+                    "  kwargs: {n_workers: 0, dashboard_address: null}\nworker_timeout_s: 4\n")
+    store = tmp_path / "s.zarr"
+    t0 = time.time()
+    code = main(["run", str(tiny_suite_file), "--store", str(store), "--cluster", str(prof),
+                 "--quiet"])
+    err = capsys.readouterr().err
+    assert code == 2, err
+    assert "no worker after" in err and "worker_timeout_s = 4 s" in err, err
+    assert time.time() - t0 < 60
+    runs = json.loads((store / "zarr.json").read_text())["attributes"][ROOT_KEY]["runs"]
+    assert "NoWorkers" in runs[-1]["interrupted"]
+    assert not Path(f"{store}.lock").exists()

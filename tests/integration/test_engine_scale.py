@@ -9,7 +9,16 @@ import pytest
 
 from dpbench.config.suite import load_suite, parse_suite
 from dpbench.core.schema import DONE, FAILED, FLOAT_VARS, NOT_APPLICABLE, PENDING, ChunkResult
-from dpbench.engine.plan import CELL_OVERHEAD_COST, MAX_CHUNKS_PER_TASK, expand, pack
+from dpbench.engine.plan import (
+    CELL_OVERHEAD_COST,
+    MAX_CHUNKS_PER_TASK,
+    TARGET_TASK_SECONDS,
+    ExperimentPlan,
+    Packer,
+    expand,
+    pack,
+    plan_suite,
+)
 from dpbench.engine.runner import run_suite
 from dpbench.store.cube import STATUS_CHUNK_CELLS, VALUE_CHUNK_CELLS, Store, chunk_shape
 from tests.support.cubes import assert_cubes_identical, open_cube
@@ -154,3 +163,96 @@ def test_expand_builds_each_algorithm_configuration_once(monkeypatch: pytest.Mon
     chunks, _ = expand(suite, suite.experiments[0])
     assert len(chunks) == 30
     assert len(calls) == 1  # no extra axes routed to the algorithm: one configuration
+
+
+def test_the_plan_streams_tasks_in_pack_order_building_each_only_when_asked(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """``plan_suite(...).tasks()`` gives exactly the tasks ``pack`` gives for the materialised
+    chunks (same keys, same chunks, same order, across experiments and with a partial pending
+    mask), but builds a task's chunks only when the backend pulls it: the client holds compact
+    per-chunk arrays, never the whole task list."""
+    text = _trivial_suite(points=300, seeds=4).rstrip() + """
+  - name: d
+    problems: [{problem: lb_quad}, {problem: lb_lin}]
+    algorithms: [{algorithm: nonprivate_erm}, {algorithm: output_perturbation}]
+    grid: {n: [10, 20, 40], p: [1, 3], epsilon: [0.5, 1.0]}
+"""
+    suite = parse_suite(text)
+    rng = np.random.default_rng(0)
+    pending = {e.name: rng.random(e.shape) < 0.7 for e in suite.experiments}
+    for masks in (None, pending):
+        chunks = [c for e in suite.experiments
+                  for c in expand(suite, e, None if masks is None else masks[e.name])[0]]
+        expected = pack(chunks)
+        plan = plan_suite(suite, masks)
+        got = list(plan.tasks())
+        assert [t.key for t in got] == [t.key for t in expected]
+        assert [[(c.experiment, c.index, c.seeds, c.cost) for c in t.chunks] for t in got] == \
+            [[(c.experiment, c.index, c.seeds, c.cost) for c in t.chunks] for t in expected]
+        assert plan.n_cells == sum(len(c.seeds) for c in chunks)
+        assert plan.total_cost == pytest.approx(sum(c.cost for c in chunks), rel=1e-12)
+
+    built = []
+    original = ExperimentPlan.chunk
+
+    def counting(self: ExperimentPlan, i: int) -> object:
+        built.append(i)
+        return original(self, i)
+
+    monkeypatch.setattr(ExperimentPlan, "chunk", counting)
+    stream = plan_suite(suite).tasks()
+    first = next(stream)
+    assert len(built) == len(first.chunks) < plan.n_chunks
+
+
+def _fake_result(task: object, seconds_per_cell: float) -> object:
+    """A TaskResult-like object: every cell took ``seconds_per_cell`` of mechanism time."""
+    from types import SimpleNamespace
+
+    chunks = [SimpleNamespace(values={"wall_time_s": np.full(len(c.seeds), seconds_per_cell)})
+              for c in task.chunks]  # type: ignore[attr-defined]
+    cells = sum(len(c.seeds) for c in task.chunks)  # type: ignore[attr-defined]
+    return SimpleNamespace(chunks=chunks, seconds=cells * seconds_per_cell)
+
+
+def test_the_packer_packs_from_measured_cost_not_from_the_estimate() -> None:
+    """Estimates say the cells are trivial (nonprivate_erm declares no cost(): the fallback);
+    they take 30 ms each. Unmeasured, the class is probed: one single-chunk task per worker
+    thread, then "wait" (None) until a result is in; after it, tasks hold about
+    TARGET_TASK_SECONDS of *measured* work (10 chunks of one 30 ms cell), not 256 chunks; near
+    the end they shrink so the tail balances over the workers; every chunk is sent once."""
+    suite = parse_suite(_trivial_suite(points=400, seeds=1))
+    packer = Packer(plan_suite(suite))
+    packer.capacity = lambda: 2
+    stream = packer.tasks()
+    probes = [next(stream), next(stream)]
+    assert [len(t.chunks) for t in probes] == [1, 1]
+    assert next(stream) is None and next(stream) is None      # wait: both probes in flight
+    packer.observe(probes[0], _fake_result(probes[0], 0.03))
+    rest = [t for t in stream if t is not None]
+    sizes = [len(t.chunks) for t in rest]
+    assert max(sizes) == round(TARGET_TASK_SECONDS / 0.03)   # 10 chunks of 30 ms = 0.3 s
+    assert sizes[-1] < max(sizes)                             # the tail is split finer
+    sent = [c.index for t in probes + rest for c in t.chunks]
+    assert sorted(sent) == sorted(set(sent)) and len(sent) == 400
+    # what the static packer does with the same estimates: a few 256-chunk tasks (~serial)
+    assert max(len(t.chunks) for t in pack(expand(suite, suite.experiments[0])[0])) > 100
+
+
+def test_a_failed_probe_lets_the_next_one_go() -> None:
+    """A probe that fails (no timing) frees its slot: the packer probes again instead of
+    waiting for ever; a class whose algorithm declares cost() is packed from it at once."""
+    suite = parse_suite(_trivial_suite(points=50, seeds=1))
+    packer = Packer(plan_suite(suite))
+    stream = packer.tasks()
+    first = next(stream)
+    assert next(stream) is None
+    packer.observe(first, object())                          # failed: nothing learnt
+    second = next(stream)
+    assert second is not None and len(second.chunks) == 1 and second.key != first.key
+
+    declared = parse_suite(_trivial_suite(points=50, seeds=1)
+                           .replace("nonprivate_erm", "noisy_sgd")
+                           .replace("p: [1],", "p: [1], delta: [1.0e-5],"))
+    tasks = list(Packer(plan_suite(declared)).tasks())
+    assert None not in tasks and sum(len(t.chunks) for t in tasks) == 50

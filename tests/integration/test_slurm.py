@@ -122,3 +122,141 @@ def test_the_shipped_slurm_layout_runs_without_failed_cells(tmp_path: Path) -> N
     assert " 0 failed" in r.stdout
     assert_cubes_identical(ref, store, ["approx", "pure"])
     assert _wait_queue_empty() == []
+
+
+def _local_profile(tmp_path: Path, name: str, *, extra: list[str] | None = None,
+                   **top: object) -> Path:
+    """cluster/slurm-local.yaml with extra #SBATCH directives and top-level fields."""
+    import yaml
+
+    prof = yaml.safe_load(PROFILE.read_text())
+    if extra:
+        prof["cluster"]["kwargs"]["job_extra_directives"] = extra
+    prof["cluster"]["kwargs"]["log_directory"] = str(tmp_path / "jobs")
+    prof.update(top)
+    path = tmp_path / f"{name}.yaml"
+    path.write_text(yaml.safe_dump(prof))
+    return path
+
+
+def _run(args: list[str], timeout: float) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "dpbench", "run", *args, "--quiet"],
+                          capture_output=True, text=True, timeout=timeout)
+
+
+@requires_slurm
+def test_a_worker_job_slurm_refuses_is_bad_input_before_the_store(tmp_path: Path) -> None:
+    """A wrong partition or a job larger than the node: ``sbatch --test-only`` on the job script
+    refuses it, so the run exits 2 naming what SLURM said, and nothing is created."""
+    pytest.importorskip("dask_jobqueue")
+    import yaml
+
+    suite = tmp_path / "tiny.yaml"
+    suite.write_text(TINY_SUITE)
+    for name, change, said in (("partition", {"queue": "no-such-partition"}, "partition"),
+                               ("too-big", {"cores": 64, "processes": 64},
+                                "node configuration is not available")):
+        prof = yaml.safe_load(PROFILE.read_text())
+        prof["cluster"]["kwargs"].update(change)
+        path = tmp_path / f"{name}.yaml"
+        path.write_text(yaml.safe_dump(prof))
+        store = tmp_path / f"{name}.zarr"
+        t0 = time.time()
+        r = _run([str(suite), "--store", str(store), "--cluster", str(path)], timeout=120)
+        assert r.returncode == 2, r.stderr[-2000:]
+        assert "refuses the worker job" in r.stderr and said in r.stderr, r.stderr
+        assert "Traceback" not in r.stderr
+        assert not store.exists() and not Path(f"{store}.lock").exists()
+        assert time.time() - t0 < 60
+    assert _wait_queue_empty() == []
+
+
+@requires_slurm
+@pytest.mark.parametrize(("directive", "top", "said"), [
+    ("--hold", {}, "JobHeldUser"),                                    # never starts: at once
+    ("--begin=now+3600", {"worker_timeout_s": 15}, "BeginTime"),      # pending: the timeout
+])
+def test_worker_jobs_that_never_start_end_the_run_with_exit_2_and_the_reason(
+        tmp_path: Path, directive: str, top: dict, said: str) -> None:
+    """SLURM accepts the job but does not start it: the run does not hang. A held job is given
+    up on as soon as squeue says so; a job pending for a reason that may clear gets the profile's
+    worker_timeout_s. Exit 2 with the jobs' state and reason, the interruption recorded, the
+    jobs cancelled."""
+    pytest.importorskip("dask_jobqueue")
+    suite = tmp_path / "tiny.yaml"
+    suite.write_text(TINY_SUITE)
+    prof = _local_profile(tmp_path, "stuck", extra=[directive], **top)
+    store = tmp_path / "stuck.zarr"
+    t0 = time.time()
+    r = _run([str(suite), "--store", str(store), "--cluster", str(prof)], timeout=300)
+    took = time.time() - t0
+    assert r.returncode == 2, r.stderr[-3000:]
+    assert said in r.stderr and "PENDING" in r.stderr, r.stderr[-3000:]
+    assert "Traceback" not in r.stderr
+    assert took < 90, took
+    runs = json.loads((store / "zarr.json").read_text())["attributes"][ROOT_KEY]["runs"]
+    assert "NoWorkers" in runs[-1].get("interrupted", "")
+    assert not Path(f"{store}.lock").exists()
+    assert _wait_queue_empty() == []
+
+
+@requires_slurm
+def test_sigint_through_slurm_exits_130_and_empties_the_queue(tmp_path: Path) -> None:
+    """Ctrl-C with a dask-jobqueue profile: 130 (dask-jobqueue's own SIGINT handler, which calls
+    sys.exit() and so exited 0, is not let in), the interruption recorded, no job left."""
+    pytest.importorskip("dask_jobqueue")
+    from tests.integration.test_crash_recovery import SLOW_SUITE, _done_cells
+
+    suite = tmp_path / "slow.yaml"
+    suite.write_text(SLOW_SUITE)
+    store = tmp_path / "int.zarr"
+    proc = subprocess.Popen([sys.executable, "-m", "dpbench", "run", str(suite), "--store",
+                             str(store), "--cluster", str(PROFILE), "--quiet"],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    deadline = time.time() + 180
+    while _done_cells(store) == 0 and time.time() < deadline and proc.poll() is None:
+        time.sleep(0.1)
+    assert _our_jobs(), "worker jobs should be queued or running mid-run"
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=180)
+    assert proc.returncode == 130, err[-3000:]
+    runs = json.loads((store / "zarr.json").read_text())["attributes"][ROOT_KEY]["runs"]
+    assert "KeyboardInterrupt" in runs[-1].get("interrupted", "")
+    assert _wait_queue_empty() == []
+
+
+@requires_slurm
+def test_scancel_of_every_worker_job_mid_run_is_survived(tmp_path: Path) -> None:
+    """The shipped adaptive layout (one worker per job): scancel every worker job once mid-run;
+    adapt submits new jobs, the lost tasks are re-run, and the cube is complete (0 failed) and
+    equal to LocalCluster's."""
+    pytest.importorskip("dask_jobqueue")
+    import yaml
+
+    from tests.integration.test_crash_recovery import SLOW_SUITE, _done_cells
+
+    prof = yaml.safe_load(PROFILE.read_text())
+    del prof["scale"]
+    prof["adapt"] = {"minimum_jobs": 0, "maximum_jobs": 2, "wait_count": 10}
+    prof["cluster"]["kwargs"]["log_directory"] = str(tmp_path / "jobs")
+    path = tmp_path / "adaptive.yaml"
+    path.write_text(yaml.safe_dump(prof))
+    suite = tmp_path / "slow.yaml"
+    suite.write_text(SLOW_SUITE)
+    ref = tmp_path / "ref.zarr"
+    run_suite(parse_suite(SLOW_SUITE), ref, workers=0, progress=False)
+    store = tmp_path / "scancel.zarr"
+    proc = subprocess.Popen([sys.executable, "-m", "dpbench", "run", str(suite), "--store",
+                             str(store), "--cluster", str(path)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.time() + 180
+    while _done_cells(store) == 0 and time.time() < deadline and proc.poll() is None:
+        time.sleep(0.1)
+    jobs = _our_jobs()
+    assert jobs and proc.poll() is None, "the run should be mid-way with worker jobs"
+    subprocess.run(["scancel", *jobs], check=True, timeout=30)
+    out, err = proc.communicate(timeout=600)
+    assert proc.returncode == 0, out[-2000:] + err[-3000:]
+    assert " 0 failed" in out
+    assert_cubes_identical(ref, store, ["e"])
+    assert _wait_queue_empty() == []

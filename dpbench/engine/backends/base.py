@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol, TypeVar
@@ -38,13 +38,35 @@ class Backend(Protocol):
     :class:`~dpbench.core.errors.SchedulerLost` when the backend itself is gone. ``run`` is a
     picklable module-level callable (or a ``functools.partial`` of one) that never raises for a
     failing cell: cell failures are part of its result. At most ``window`` tasks are in flight
-    (``None``: the backend's default), submitted in the given order (most expensive first).
+    (``None``: the backend's default), submitted in the given order (most expensive first);
+    ``tasks`` may be an iterator, pulled from only as the window frees up, and may yield
+    ``None``: nothing to submit until a task in flight completes (:func:`next_task`).
     """
 
     description: str
 
-    def results(self, run: Callable[[T], Any], tasks: Sequence[T],
+    def capacity(self) -> int:
+        """How many tasks can run at once right now (worker threads; changes as an adaptive
+        cluster grows or shrinks)."""
+        ...
+
+    def results(self, run: Callable[[T], Any], tasks: Iterable[T | None],
                 window: int | None = None) -> Iterator[tuple[T, Any]]: ...
+
+
+#: What :func:`next_task` returns when the tasks are exhausted.
+END: Any = object()
+
+
+def next_task(tasks: Iterator[Any], idle: bool) -> Any:
+    """The next task to submit from ``tasks``; ``None`` to wait until a task in flight completes
+    (skipped when ``idle``: with nothing in flight there is nothing to wait for); :data:`END`
+    when there are no more."""
+    while True:
+        item = next(tasks, END)
+        if item is None and idle:
+            continue
+        return item
 
 
 @dataclass(frozen=True)
@@ -75,6 +97,7 @@ class Connection:
             return
         from ...config.cluster import (
             check_cluster_source,
+            check_job_accepted,
             check_submit_command,
             cluster_class,
             load_profile,
@@ -84,4 +107,5 @@ class Connection:
             prof = load_profile(self.profile)
             cluster_class(prof, self.profile)
             check_submit_command(prof, self.profile)
+            check_job_accepted(prof, self.profile)
         check_cluster_source(self.scheduler, self.scheduler_file)

@@ -1,8 +1,10 @@
 """The dask backend: a ``LocalCluster`` (default), a cluster profile, a running scheduler or a
 scheduler file (docs/clusters.md).
 
-Tasks are submitted most-expensive-first with a bounded in-flight window and consumed as they
-complete (``as_completed``). Dask re-runs the tasks of lost workers (``retries=1``); a task that
+Tasks are submitted most-expensive-first with a bounded in-flight window (4 per worker thread,
+at least :data:`MIN_WINDOW`, re-sized as workers join and leave) and consumed as they complete
+(``as_completed``); a :class:`~.worker_watch.WorkerWatch` ends a run the cluster gives no
+worker. Dask re-runs the tasks of lost workers (``retries=1``); a task that
 fails beyond that is yielded as :class:`~dpbench.engine.backends.base.TaskFailed`. A cancelled
 future means the scheduler connection is gone: :class:`~dpbench.core.errors.SchedulerLost`.
 """
@@ -11,15 +13,21 @@ from __future__ import annotations
 
 import contextlib
 import os
-from collections.abc import Callable, Iterator, Sequence
+import time
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any, TypeVar
 
-from ...config.cluster import cluster_class, load_profile
-from ...core.errors import SchedulerLost
-from .base import TaskFailed
+from ...config.cluster import DEFAULT_WORKER_TIMEOUT_S, cluster_class, load_profile
+from ...core.errors import NoWorkers, SchedulerLost
+from .base import END, TaskFailed, next_task
+from .worker_watch import WorkerWatch
 
 T = TypeVar("T")
+
+#: Tasks in flight at least (4 per worker thread otherwise): enough to keep workers that join an
+#: adaptive cluster busy before the next capacity check.
+MIN_WINDOW = 64
 
 
 def _local_cluster(workers: int | None) -> Any:
@@ -31,8 +39,22 @@ def _local_cluster(workers: int | None) -> Any:
 
 
 class DaskBackend:
-    def __init__(self, client: Any, description: str) -> None:
+    def __init__(self, client: Any, description: str, cluster: Any = None,
+                 worker_timeout_s: float = DEFAULT_WORKER_TIMEOUT_S) -> None:
         self.client, self.description = client, description
+        self.cluster, self.worker_timeout_s = cluster, worker_timeout_s
+        self._threads, self._threads_at = 0, -1e9
+
+    def capacity(self) -> int:
+        """Worker threads connected now (asked of the scheduler at most once a second)."""
+        now = time.monotonic()
+        if now - self._threads_at >= 1.0:
+            try:
+                self._threads = sum(self.client.nthreads().values())
+            except Exception:  # noqa: BLE001 (a lost scheduler is the result loop's business)
+                pass
+            self._threads_at = now
+        return self._threads
 
     @classmethod
     @contextlib.contextmanager
@@ -64,42 +86,65 @@ class DaskBackend:
                     if prof.adapt:
                         cluster.adapt(**prof.adapt)
                     with Client(cluster) as client:
-                        yield cls(client, f"{prof.module}.{prof.cls} from {profile}")
+                        yield cls(client, f"{prof.module}.{prof.cls} from {profile}", cluster,
+                                  prof.worker_timeout_s)
             return
         with _local_cluster(workers) as cluster, Client(cluster) as client:
             n = len(cluster.workers)
             yield cls(client, f"LocalCluster ({n} worker process{'es' if n != 1 else ''} "
-                              "x 1 thread)")
+                              "x 1 thread)", cluster)
 
-    def results(self, run: Callable[[T], Any], tasks: Sequence[T],
+    def results(self, run: Callable[[T], Any], tasks: Iterable[T | None],
                 window: int | None = None) -> Iterator[tuple[T, Any]]:
         from distributed import as_completed
 
         client = self.client
-        nthreads = sum(client.nthreads().values()) or 1
-        window = window or max(4 * nthreads, 64)
-        queue = iter(enumerate(tasks))
+        fixed = window
+
+        def room() -> bool:  # the window follows the cluster as workers join and leave
+            return len(futures) < (fixed or max(4 * self.capacity(), MIN_WINDOW))
+
+        queue = iter(tasks)
+        rank = 0
         specs: dict[str, T] = {}
+        futures: dict[str, Any] = {}
         ac = as_completed(with_results=True, raise_errors=False)
 
+        def give_up() -> None:  # from the watch thread: wake the loop below
+            client.cancel(list(futures.values()))
+
         def launch() -> bool:
-            nxt = next(queue, None)
-            if nxt is None:
+            nonlocal rank
+            spec = next_task(queue, idle=not futures)
+            if spec is None or spec is END:
                 return False
-            rank, spec = nxt
+            rank += 1
             fut = client.submit(run, spec, key=spec.key, pure=False,  # type: ignore[attr-defined]
-                                retries=1, priority=len(tasks) - rank)
+                                retries=1, priority=-rank)
             specs[fut.key] = spec
+            futures[fut.key] = fut
             ac.add(fut)
             return True
 
-        for _ in range(window):
-            if not launch():
-                break
+        def fill() -> None:
+            while room() and launch():
+                pass
+
+        fill()
+        with WorkerWatch(client, self.cluster, self.worker_timeout_s, give_up) as watch:
+            yield from self._consume(ac, specs, futures, fill, watch)
+
+    def _consume(self, ac: Any, specs: dict[str, T], futures: dict[str, Any],
+                 fill: Callable[[], None], watch: WorkerWatch) -> Iterator[tuple[T, Any]]:
+        client = self.client
         for batch in ac.batches():
             for fut, res in batch:
                 spec = specs.pop(fut.key)
-                if fut.status == "cancelled":  # nobody else cancels: the connection is gone
+                futures.pop(fut.key, None)
+                if fut.status == "cancelled":
+                    if watch.reason is not None:
+                        raise NoWorkers(watch.reason)
+                    # nobody else cancels: the connection is gone
                     where = getattr(client.scheduler, "address", "") or "of the run"
                     raise SchedulerLost(f"lost the scheduler {where} mid-run; the cells computed "
                                         "so far are saved: run the same command again to resume")
@@ -109,7 +154,7 @@ class DaskBackend:
                 else:
                     yield spec, res
                 fut.release()
-                launch()
+                fill()
 
 
 def open_backend(conn: Any) -> contextlib.AbstractContextManager[DaskBackend]:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any, TypeVar
 
 T = TypeVar("T")
@@ -12,10 +12,14 @@ T = TypeVar("T")
 class InlineBackend:
     description = "inline (no dask)"
 
-    def results(self, run: Callable[[T], Any], tasks: Sequence[T],
+    def capacity(self) -> int:
+        return 1
+
+    def results(self, run: Callable[[T], Any], tasks: Iterable[T | None],
                 window: int | None = None) -> Iterator[tuple[T, Any]]:
         for task in tasks:
-            yield task, run(task)
+            if task is not None:  # None: "wait for a running task"; nothing runs here
+                yield task, run(task)
 
 
 def open_backend(conn: Any) -> contextlib.AbstractContextManager[InlineBackend]:

@@ -9,14 +9,14 @@ from __future__ import annotations
 
 import multiprocessing
 import os
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
 from typing import Any, TypeVar
 
-from .base import TaskFailed
+from .base import END, Task, TaskFailed, next_task
 
-T = TypeVar("T")
+T = TypeVar("T", bound=Task)
 
 
 class ProcessesBackend:
@@ -25,6 +25,9 @@ class ProcessesBackend:
         n = self.workers
         self.description = f"processes ({n} worker process{'es' if n != 1 else ''})"
         self._pool: ProcessPoolExecutor | None = None
+
+    def capacity(self) -> int:
+        return self.workers
 
     def __enter__(self) -> ProcessesBackend:
         return self
@@ -42,17 +45,22 @@ class ProcessesBackend:
                                          mp_context=multiprocessing.get_context("spawn"))
         return self._pool
 
-    def results(self, run: Callable[[T], Any], tasks: Sequence[T],
+    def results(self, run: Callable[[T], Any], tasks: Iterable[T | None],
                 window: int | None = None) -> Iterator[tuple[T, Any]]:
         window = window or 4 * self.workers
-        pending = list(reversed(tasks))  # pop() takes the next task in plan order
-        attempts: dict[int, int] = {}
+        fresh = iter(tasks)
+        retry: list[T] = []  # tasks of a broken pool, re-submitted before fresh ones
+        attempts: dict[str, int] = {}
         pool = self._pool or self._fresh_pool()
         running: dict[Future[Any], T] = {}
-        while pending or running:
-            while pending and len(running) < window:
-                task = pending.pop()
+        while True:
+            while len(running) < window:
+                task = retry.pop() if retry else next_task(fresh, idle=not running)
+                if task is None or task is END:
+                    break
                 running[pool.submit(run, task)] = task
+            if not running:
+                return
             done, _ = wait(running, return_when=FIRST_COMPLETED)
             broken = False
             for fut in done:
@@ -62,16 +70,16 @@ class ProcessesBackend:
                     yield task, fut.result()
                 elif isinstance(exc, BrokenProcessPool):
                     broken = True
-                    attempts[id(task)] = attempts.get(id(task), 0) + 1
-                    if attempts[id(task)] > 1:
+                    attempts[task.key] = attempts.get(task.key, 0) + 1
+                    if attempts[task.key] > 1:
                         yield task, TaskFailed(f"worker process died twice: {exc}")
                     else:
-                        pending.append(task)
+                        retry.append(task)
                 else:
                     yield task, TaskFailed(f"{type(exc).__name__}: {exc}")
             if broken:  # every future of a broken pool fails: resubmit the others in a new pool
                 for fut, task in running.items():
-                    pending.append(task)
+                    retry.append(task)
                 running.clear()
                 pool = self._fresh_pool()
 

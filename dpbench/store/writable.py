@@ -1,0 +1,112 @@
+"""Whether dpbench can write where it is asked to: the one place that decides it.
+
+``dpbench run`` / ``dpbench audit`` (``--store``, the store's lock file beside it) and
+``dpbench report`` (``--output``) call :func:`check_writable` before they create anything: a
+directory on a read-only file system, one the user may not write, or a file system without a
+free block is refused at once (:class:`~dpbench.core.errors.UserInputError`, exit 2) with a
+message naming the option and the path. The check has no side effect (``os.access`` and
+``statvfs``, no probe file), so a refused command changes nothing, not even a directory's
+modification time.
+
+A disk that fills up *while* something is created is caught where it is created
+(:func:`is_disk_error`, :func:`disk_reason`): the new store, lock file or report is removed and
+the same kind of message is raised (docs/reliability.md, 'Disk faults').
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+from pathlib import Path
+
+from ..core.errors import UserInputError
+
+__all__ = ["DISK_ERRNOS", "check_writable", "disk_reason", "is_disk_error", "missing_dirs",
+           "remove_empty_dirs"]
+
+#: The errno values of "this file system will not take the write": full, over quota, read-only,
+#: not permitted, file too large.
+DISK_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EACCES, errno.EPERM,
+                         errno.EFBIG})
+
+
+def is_disk_error(exc: BaseException) -> bool:
+    """Whether ``exc`` is an OSError saying the file system refused a write
+    (:data:`DISK_ERRNOS`; "not permitted" only when it names a file, unlike e.g. ``os.kill``)."""
+    if not isinstance(exc, OSError) or exc.errno not in DISK_ERRNOS:
+        return False
+    return exc.filename is not None or exc.errno not in (errno.EACCES, errno.EPERM)
+
+
+def disk_reason(exc: OSError) -> str:
+    """The reason of an OSError in lower case, e.g. "no space left on device"."""
+    text = exc.strerror or (os.strerror(exc.errno) if exc.errno else str(exc))
+    return text[:1].lower() + text[1:]
+
+
+def _nearest_existing(path: Path) -> Path:
+    while not os.path.lexists(path) and path != path.parent:
+        path = path.parent
+    return path
+
+
+def missing_dirs(directory: Path) -> list[Path]:
+    """The ancestors of ``directory`` (itself included) that do not exist, deepest first: what
+    ``directory.mkdir(parents=True)`` would create (and :func:`remove_empty_dirs` removes)."""
+    out = []
+    path = Path(directory).absolute()
+    while not os.path.lexists(path) and path != path.parent:
+        out.append(path)
+        path = path.parent
+    return out
+
+
+def remove_empty_dirs(dirs: list[Path]) -> None:
+    """Remove the directories of :func:`missing_dirs`, deepest first, each only if empty."""
+    for d in dirs:
+        try:
+            d.rmdir()
+        except OSError:
+            return
+
+
+def _refusal(directory: Path) -> str | None:
+    """Why nothing can be created in the existing directory ``directory``, or None."""
+    if not directory.is_dir():
+        return f"{str(directory)!r} is not a directory"
+    try:
+        st = os.statvfs(directory)
+    except OSError:
+        st = None
+    if st is not None and st.f_flag & os.ST_RDONLY:
+        return f"read-only file system at {str(directory)!r}"
+    if not os.access(directory, os.W_OK | os.X_OK):
+        return f"permission denied in {str(directory)!r}"
+    if st is not None:
+        root = os.geteuid() == 0  # root may use the blocks reserved for it
+        blocks = st.f_bfree if root else st.f_bavail
+        inodes = st.f_ffree if root else st.f_favail
+        if st.f_blocks > 0 and blocks == 0:
+            return f"no space left on device at {str(directory)!r}"
+        if st.f_files > 0 and inodes == 0:  # f_files 0: the file system does not count inodes
+            return f"no space left on device (no free inodes) at {str(directory)!r}"
+    return None
+
+
+def check_writable(path: str | Path, option: str,
+                   error: type[UserInputError] = UserInputError) -> None:
+    """Refuse (raise ``error``, exit 2) when ``path`` cannot be created or written: its nearest
+    existing ancestor (where new directories and files go) and, when ``path`` is an existing
+    directory (a store being resumed), ``path`` itself must be writable directories on a
+    writable file system with a free block. ``option`` names the field in the message
+    (``--store``, ``--output``)."""
+    target = Path(path).absolute()
+    dirs = [_nearest_existing(target.parent)]
+    if target.is_dir():
+        dirs.append(target)
+    for d in dirs:
+        reason = _refusal(d)
+        if reason is not None:
+            hint = "free some space, or choose another" if "no space" in reason else \
+                "choose another"
+            raise error(f"{option}: cannot write to {str(path)!r} ({reason}); {hint} {option}")
