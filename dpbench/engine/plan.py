@@ -320,7 +320,7 @@ class Packer:
         """The plan's chunks as tasks, in submission order, each built when it is asked for;
         ``None`` means: nothing until a task in flight comes back (:meth:`observe`)."""
         group: list[ChunkSpec] = []
-        acc = 0.0
+        acc = target = 0.0
         for chunk in self.plan.chunks():
             cls = self._class(chunk)
             self._left[cls] -= chunk.cost
@@ -337,9 +337,11 @@ class Packer:
                     self._probing[cls] = self._probing.get(cls, 0) + 1
                     yield probe
                     continue
+            if not group:  # once per task: the remaining work sums over every class
+                target = self._tail_target()
             group.append(chunk)
             acc += chunk.cost * (self._scale(cls) or 1.0)
-            if acc >= self._tail_target() or len(group) >= self.max_chunks:
+            if acc >= target or len(group) >= self.max_chunks:
                 yield _task(group)
                 group, acc = [], 0.0
         if group:

@@ -1,7 +1,7 @@
 """A real SLURM (scripts/slurm-local.sh: Debian's slurm-wlm + munge on this machine): a suite runs
 through ``--cluster cluster/slurm-local.yaml`` into the cube LocalCluster gives, the queue is
-empty afterwards, and SIGTERM mid-run ends with exit 143, the interruption recorded and the
-worker jobs gone from the queue. Skipped when no SLURM answers here (``.ci/run`` starts one when
+empty afterwards, and SIGTERM or Ctrl-C mid-run ends with exit 143 or 130, the interruption
+recorded and the worker jobs gone from the queue. Skipped when no SLURM answers here (``.ci/run`` starts one when
 the packages are installed)."""
 
 from __future__ import annotations
@@ -73,13 +73,21 @@ def test_a_suite_runs_through_slurm_into_the_local_cube(tmp_path: Path) -> None:
 
 
 @requires_slurm
-def test_sigterm_through_slurm_exits_143_and_empties_the_queue(tmp_path: Path) -> None:
+@pytest.mark.parametrize(("sig", "code", "recorded"), [
+    (signal.SIGTERM, 143, "Terminated"),
+    # dask-jobqueue's own SIGINT handler calls sys.exit() (exit 0); it is not let in
+    (signal.SIGINT, 130, "KeyboardInterrupt"),
+])
+def test_a_signal_through_slurm_exits_128_plus_it_and_empties_the_queue(
+        tmp_path: Path, sig: signal.Signals, code: int, recorded: str) -> None:
+    """SIGTERM (walltime, ``timeout``) and Ctrl-C mid-run with a dask-jobqueue profile: the
+    shell's 128 + signal, the interruption recorded, no worker job left in the queue."""
     pytest.importorskip("dask_jobqueue")
     from tests.integration.test_crash_recovery import SLOW_SUITE, _done_cells
 
     suite = tmp_path / "slow.yaml"
     suite.write_text(SLOW_SUITE)
-    store = tmp_path / "term.zarr"
+    store = tmp_path / "sig.zarr"
     proc = subprocess.Popen([sys.executable, "-m", "dpbench", "run", str(suite), "--store",
                              str(store), "--cluster", str(PROFILE), "--quiet"],
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
@@ -87,11 +95,11 @@ def test_sigterm_through_slurm_exits_143_and_empties_the_queue(tmp_path: Path) -
     while _done_cells(store) == 0 and time.time() < deadline and proc.poll() is None:
         time.sleep(0.1)
     assert _our_jobs(), "worker jobs should be queued or running mid-run"
-    proc.send_signal(signal.SIGTERM)
+    proc.send_signal(sig)
     _, err = proc.communicate(timeout=180)
-    assert proc.returncode == 143, err[-3000:]
+    assert proc.returncode == code, err[-3000:]
     runs = json.loads((store / "zarr.json").read_text())["attributes"][ROOT_KEY]["runs"]
-    assert "Terminated" in runs[-1].get("interrupted", "")
+    assert recorded in runs[-1].get("interrupted", "")
     assert _wait_queue_empty() == []
 
 
@@ -197,31 +205,6 @@ def test_worker_jobs_that_never_start_end_the_run_with_exit_2_and_the_reason(
     runs = json.loads((store / "zarr.json").read_text())["attributes"][ROOT_KEY]["runs"]
     assert "NoWorkers" in runs[-1].get("interrupted", "")
     assert not Path(f"{store}.lock").exists()
-    assert _wait_queue_empty() == []
-
-
-@requires_slurm
-def test_sigint_through_slurm_exits_130_and_empties_the_queue(tmp_path: Path) -> None:
-    """Ctrl-C with a dask-jobqueue profile: 130 (dask-jobqueue's own SIGINT handler, which calls
-    sys.exit() and so exited 0, is not let in), the interruption recorded, no job left."""
-    pytest.importorskip("dask_jobqueue")
-    from tests.integration.test_crash_recovery import SLOW_SUITE, _done_cells
-
-    suite = tmp_path / "slow.yaml"
-    suite.write_text(SLOW_SUITE)
-    store = tmp_path / "int.zarr"
-    proc = subprocess.Popen([sys.executable, "-m", "dpbench", "run", str(suite), "--store",
-                             str(store), "--cluster", str(PROFILE), "--quiet"],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-    deadline = time.time() + 180
-    while _done_cells(store) == 0 and time.time() < deadline and proc.poll() is None:
-        time.sleep(0.1)
-    assert _our_jobs(), "worker jobs should be queued or running mid-run"
-    proc.send_signal(signal.SIGINT)
-    _, err = proc.communicate(timeout=180)
-    assert proc.returncode == 130, err[-3000:]
-    runs = json.loads((store / "zarr.json").read_text())["attributes"][ROOT_KEY]["runs"]
-    assert "KeyboardInterrupt" in runs[-1].get("interrupted", "")
     assert _wait_queue_empty() == []
 
 
