@@ -84,5 +84,26 @@ def warm() -> int:
 
 def register() -> None:
     """Make both mechanisms known by name in this process (workers need only the import)."""
-    for cls in (SleepCell, SleepCellNoCost):
+    for cls in (SleepCell, SleepCellNoCost, SpinCell):
         registry.register("algorithms", cls)
+
+
+def spin(seconds: float) -> None:
+    """Keep this thread's CPU busy for ``seconds`` of wall time (a CPU-bound cell)."""
+    end = time.perf_counter() + seconds
+    while time.perf_counter() < end:
+        pass
+
+
+class SpinCell(SleepCell):
+    """:class:`SleepCell` that computes instead of sleeping: busy for ``seconds`` of CPU (the
+    cold-start benchmark compares it with a process pool running :func:`spin`)."""
+
+    name: ClassVar[str] = "bench_spin"
+    summary: ClassVar[str] = "keeps a core busy a fixed time, releases the centre of C (benchmark only)"
+
+    def run(self, data: Any, problem: Any, *, epsilon: float, delta: float,
+            rng: np.random.Generator) -> Release:
+        spin(float(self.seconds))
+        return Release(np.asarray(problem.constraint.center(data.p), dtype=float),
+                       PrivacyLedger.non_private())

@@ -543,10 +543,10 @@ def _audit_locked(suite: Suite, store_path: str | Path, plan: AuditPlan, connect
     bar = Progress(sum(len(t.chunks) for t in tasks), sum(t.cost for t in tasks),
                    enabled=progress)
 
-    def write(res: AuditTaskResult) -> tuple[int, int]:
-        astore.write_batches(res.batches)
-        return (sum(b.status == DONE for b in res.batches),
-                sum(b.status == FAILED for b in res.batches))
+    def write(results: list[AuditTaskResult]) -> tuple[int, int]:
+        batches = [b for res in results for b in res.batches]
+        astore.write_batches(batches)
+        return (sum(b.status == DONE for b in batches), sum(b.status == FAILED for b in batches))
 
     kind = TaskKind(partial(run_audit_task, memory_mb=suite.cell_memory_mb,
                             timeout_s=suite.effective_cell_timeout_s), failed_audit_result, AuditTaskResult)

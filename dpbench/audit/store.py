@@ -28,11 +28,13 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import xarray as xr
 import zarr
+
+if TYPE_CHECKING:
+    import xarray as xr
 
 from ..config.audit import AUDIT_SCHEMA, AuditSpec
 from ..core.errors import StoreError
@@ -89,6 +91,8 @@ def audit_names(store: Store) -> list[str]:
 
 def open_audit(store_path: Any, name: str) -> xr.Dataset:
     """The audit group ``name`` of a store as an xarray Dataset (lazy)."""
+    import xarray as xr  # not at module level: ``dpbench status`` needs no xarray (issue 17)
+
     return xr.open_zarr(str(store_path), group=group_path(name), consolidated=False)
 
 

@@ -14,12 +14,17 @@ A third-party plugin registers a class under one of the groups in its ``pyprojec
 A plugin that fails to import, or is not a subclass of the right base, produces a
 :class:`PluginWarning` and is skipped; it never crashes dpbench (xarray's backend discovery works the
 same way). In-tree names win over entry points of the same name (with a warning).
+
+Plugins are imported lazily: the names come from the entry-point metadata, and a command imports
+only the modules of the plugins it names (:func:`get`); :func:`available` imports them all (for
+``dpbench list`` and the plugin harness).
 """
 
 from __future__ import annotations
 
 import importlib
 import warnings
+from dataclasses import dataclass, field
 from importlib.metadata import entry_points
 from typing import Any
 
@@ -71,11 +76,38 @@ _BUILTIN: dict[str, dict[str, str]] = {
 
 _BUILTIN["broken"] = {}  # dpbench's own broken mechanisms come in through the entry-point group
 _BASES: dict[str, type] = {"algorithms": Algorithm, "problems": Problem, "broken": Algorithm}
-_cache: dict[str, dict[str, type]] = {}
 
 
 class PluginWarning(UserWarning):
     """A plugin could not be loaded; it is skipped."""
+
+
+@dataclass
+class _Plugins:
+    """The plugins of one kind: where each name is defined (read from the entry-point metadata
+    without importing anything), and the classes imported so far (plus run-time registrations).
+    A command imports only the plugins it names: the 38 built-in modules cost about a second."""
+
+    targets: dict[str, Any]  # name -> "module:attr" (built-in) or an EntryPoint
+    loaded: dict[str, type] = field(default_factory=dict)
+    failed: set[str] = field(default_factory=set)
+
+
+_cache: dict[str, _Plugins] = {}
+
+
+def _plugins(kind: str) -> _Plugins:
+    if kind not in _cache:
+        targets: dict[str, Any] = dict(_BUILTIN[kind])
+        for ep in entry_points(group=GROUPS[kind]):
+            if ep.name in targets:
+                warnings.warn(
+                    f"{GROUPS[kind]} entry point {ep.name!r} ({ep.value}) shadows a built-in "
+                    "plugin and is ignored", PluginWarning, stacklevel=4)
+                continue
+            targets[ep.name] = ep
+        _cache[kind] = _Plugins(targets)
+    return _cache[kind]
 
 
 def _load(target: str) -> Any:
@@ -86,51 +118,70 @@ def _load(target: str) -> Any:
     return obj
 
 
-def _discover(kind: str) -> dict[str, type]:
+def _load_entry_point(kind: str, ep: Any) -> tuple[type | None, str]:
+    """The class an entry point names, or ``None`` and why not (a broken third-party plugin
+    must never crash dpbench)."""
     base = _BASES[kind]
-    found: dict[str, type] = {}
-    for name, target in _BUILTIN[kind].items():
-        found[name] = _load(target)
-    for ep in entry_points(group=GROUPS[kind]):
-        if ep.name in found:
-            warnings.warn(
-                f"{GROUPS[kind]} entry point {ep.name!r} ({ep.value}) shadows a built-in plugin "
-                "and is ignored", PluginWarning, stacklevel=3)
-            continue
-        try:
-            obj = ep.load()
-        except Exception as exc:  # a broken third-party plugin must never crash dpbench
-            warnings.warn(
-                f"could not load {GROUPS[kind]} plugin {ep.name!r} from {ep.value}: "
-                f"{type(exc).__name__}: {exc}", PluginWarning, stacklevel=3)
-            continue
-        if not (isinstance(obj, type) and issubclass(obj, base)):
-            warnings.warn(
-                f"{GROUPS[kind]} plugin {ep.name!r} ({ep.value}) is not a subclass of "
-                f"dpbench.{base.__name__}; skipped", PluginWarning, stacklevel=3)
-            continue
-        if obj.name != ep.name:
-            warnings.warn(
-                f"{GROUPS[kind]} plugin {ep.name!r} declares name {obj.name!r}; the entry-point "
-                "name is used", PluginWarning, stacklevel=3)
-        found[ep.name] = obj
-    return found
+    try:
+        obj = ep.load()
+    except Exception as exc:
+        return None, (f"could not load {GROUPS[kind]} plugin {ep.name!r} from {ep.value}: "
+                      f"{type(exc).__name__}: {exc}")
+    if not (isinstance(obj, type) and issubclass(obj, base)):
+        return None, (f"{GROUPS[kind]} plugin {ep.name!r} ({ep.value}) is not a subclass of "
+                      f"dpbench.{base.__name__}; skipped")
+    if obj.name != ep.name:
+        warnings.warn(
+            f"{GROUPS[kind]} plugin {ep.name!r} declares name {obj.name!r}; the entry-point "
+            "name is used", PluginWarning, stacklevel=4)
+    return obj, ""
+
+
+def _resolve(kind: str, name: str) -> tuple[type | None, str]:
+    """Import the plugin ``name`` of ``kind`` if it is not yet: its class, or ``None`` and why
+    not (``""``: no such name). Each failure is warned about once."""
+    plugins = _plugins(kind)
+    if name in plugins.loaded:
+        return plugins.loaded[name], ""
+    target = plugins.targets.get(name)
+    if target is None:
+        return None, ""
+    if isinstance(target, str):  # built-in: a failure here is a bug, not a plugin to skip
+        obj, why = _load(target), ""
+    else:
+        obj, why = _load_entry_point(kind, target)
+    if obj is None:
+        if name not in plugins.failed:
+            plugins.failed.add(name)
+            warnings.warn(why, PluginWarning, stacklevel=4)
+        return None, why
+    plugins.loaded[name] = obj
+    return obj, ""
 
 
 def available(kind: str, refresh: bool = False, include_broken: bool = False
               ) -> dict[str, type]:
-    """All registered plugins of ``kind`` ("algorithms" or "problems"), by name; the deliberately
-    broken mechanisms only with ``include_broken`` (they are never shadowed by, nor shadow, a
-    regular algorithm of the same name: regular plugins win)."""
+    """All registered plugins of ``kind`` ("algorithms" or "problems"), by name, imported; the
+    deliberately broken mechanisms only with ``include_broken`` (they are never shadowed by, nor
+    shadow, a regular algorithm of the same name: regular plugins win). Commands that name their
+    plugins use :func:`get`, which imports only those."""
     if kind not in ("algorithms", "problems"):
         raise ValueError(f"kind must be 'algorithms' or 'problems', got {kind!r}")
-    if refresh or kind not in _cache:
-        _cache[kind] = _discover(kind)
-    if not (include_broken and kind == "algorithms"):
-        return _cache[kind]
-    if refresh or "broken" not in _cache:
-        _cache["broken"] = _discover("broken")
-    return {**_cache["broken"], **_cache[kind]}
+    kinds = [kind] + (["broken"] if include_broken and kind == "algorithms" else [])
+    for k in kinds:
+        if refresh:
+            _cache.pop(k, None)
+        for name in list(_plugins(k).targets):
+            _resolve(k, name)
+    if len(kinds) == 1:
+        return _plugins(kind).loaded
+    return {**_plugins("broken").loaded, **_plugins(kind).loaded}
+
+
+def names(kind: str, include_broken: bool = False) -> list[str]:
+    """Every registered name of ``kind``, sorted, without importing any plugin."""
+    kinds = [kind] + (["broken"] if include_broken and kind == "algorithms" else [])
+    return sorted({n for k in kinds for n in (*_plugins(k).targets, *_plugins(k).loaded)})
 
 
 def register(kind: str, cls: type, name: str | None = None) -> type:
@@ -138,23 +189,23 @@ def register(kind: str, cls: type, name: str | None = None) -> type:
     base = _BASES[kind]
     if not (isinstance(cls, type) and issubclass(cls, base)):
         raise PluginError(f"{cls!r} is not a subclass of dpbench.{base.__name__}")
-    available(kind)[name or cls.name] = cls
+    _plugins(kind).loaded[name or cls.name] = cls
     return cls
 
 
 def get(kind: str, name: str) -> type:
-    """The plugin class called ``name``; a clear error suggesting the closest name otherwise."""
-    plugins = available(kind)
-    if name in plugins:
-        return plugins[name]
-    if kind == "algorithms":
-        broken = available(kind, include_broken=True)
-        if name in broken:
-            return broken[name]
-    singular = kind[:-1]
+    """The plugin class called ``name`` (importing only its module); a clear error suggesting the
+    closest name otherwise."""
+    for k in (kind, "broken") if kind == "algorithms" else (kind,):
+        cls, why = _resolve(k, name)
+        if cls is not None:
+            return cls
+        if why:
+            raise UserInputError(f"{kind[:-1]} {name!r} is registered but cannot be used: {why}")
+    regular = names(kind)
     raise UserInputError(
-        f"unknown {singular} {name!r}{did_you_mean(name, plugins)}; "
-        f"registered: {', '.join(sorted(plugins))}")
+        f"unknown {kind[:-1]} {name!r}{did_you_mean(name, regular)}; "
+        f"registered: {', '.join(regular)}")
 
 
 def get_algorithm(name: str) -> type[Algorithm]:

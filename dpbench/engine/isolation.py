@@ -12,6 +12,7 @@ down. The cooperative limit inside the cell is :mod:`dpbench.core.time_limit`.
 
 from __future__ import annotations
 
+import _imp
 import contextlib
 import os
 import resource
@@ -28,6 +29,8 @@ from typing import Any
 _HEARTBEAT = "heartbeat"
 #: Longest single wait on the child's pipe (a deadline further away is waited for in slices).
 _MAX_POLL_S = 86400.0
+#: Longest wait, before a fork, for other threads' imports to finish (they take milliseconds).
+FORK_IMPORT_WAIT_S = 10.0
 
 
 def grace_s(limit_s: float) -> float:
@@ -78,7 +81,8 @@ def limit_memory(memory_mb: float | None) -> None:
 
 
 def _forget_foreign_imports() -> None:
-    """In a freshly forked child: drop the imports other threads of the parent were running.
+    """In a freshly forked child: drop the imports other threads of the parent were running
+    (only possible when :func:`_fork_between_imports` gave up waiting for them).
 
     ``os.fork`` copies only the forking thread. A dask worker runs other threads (its event loop
     deserialises the next task while this one computes), and one of them may be executing a
@@ -101,22 +105,41 @@ def _forget_foreign_imports() -> None:
             table.clear()
 
 
-def _importing() -> bool:
-    """Whether some module of this process is half-initialised (another thread is running its
-    body)."""
+def _imports_running() -> bool:
+    """Whether another thread of this process is importing a module: it holds the module's
+    import lock (from before the module is created until its body has run, so this also covers
+    a compiled module's creation, before it is marked as initialising)."""
+    bootstrap = sys.modules.get("importlib._bootstrap")
+    me = threading.get_ident()
+    for ref in list(getattr(bootstrap, "_module_locks", {}).values()):
+        lock = ref() if callable(ref) else None
+        owner = getattr(lock, "owner", None)
+        if owner is not None and owner != me:
+            return True
     return any(getattr(getattr(m, "__spec__", None), "_initializing", False)
                for m in list(sys.modules.values()))
 
 
-def _wait_for_imports(timeout_s: float = 10.0) -> None:
-    """Before a fork: let the imports other threads are running finish (they take milliseconds),
-    so that the child does not inherit half-initialised modules. Re-importing a package whose
-    body was cut short in the child can fail on its compiled submodules (seen with
-    ``scipy.special``: ``cannot import name ... from scipy.special._ufuncs``), so this is the
-    first defence and :func:`_forget_foreign_imports` the second, for an import that starts
-    between the check and the fork."""
+def _fork_between_imports(timeout_s: float) -> int:
+    """``os.fork()`` at a moment when no other thread is importing a module.
+
+    A child that inherits a half-run import cannot always repair it: a compiled (Cython) module
+    keeps its module object in a C static, so importing it again in the child returns the same
+    half-filled object (seen with ``scipy.special``: ``cannot import name ... from
+    scipy.special._ufuncs``). The check is made holding the global import lock, which every
+    import takes to obtain its module lock, so no import can start between the check and the
+    fork (CPython's fork takes the same, re-entrant, lock). Imports already running are let
+    finish (milliseconds): the lock is released while waiting, as they may need it for nested
+    imports. After ``timeout_s`` the fork goes ahead and :func:`_forget_foreign_imports` repairs
+    what it can."""
     deadline = time.monotonic() + timeout_s
-    while _importing() and time.monotonic() < deadline:
+    while True:
+        _imp.acquire_lock()
+        try:
+            if not _imports_running() or time.monotonic() >= deadline:
+                return os.fork()
+        finally:
+            _imp.release_lock()  # in the child, the lock CPython re-acquired for this thread
         time.sleep(0.002)
 
 
@@ -176,8 +199,7 @@ class _Child:
     @classmethod
     def fork(cls) -> _Child:
         parent, child = Pipe(duplex=True)
-        _wait_for_imports()
-        pid = os.fork()
+        pid = _fork_between_imports(FORK_IMPORT_WAIT_S)
         if pid == 0:  # the child never returns into the caller (no atexit, no dask teardown)
             code = 0
             try:

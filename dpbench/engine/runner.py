@@ -1,8 +1,10 @@
 """Client side: plan the pending cells of a suite, run them on a backend, write the cube.
 
 Tasks go to an execution backend (:mod:`dpbench.engine.backends`: dask, local processes or
-inline) most-expensive-first and come back as they complete; each completed task is written at
-once by this process, the store's only writer. Backends re-run the tasks of lost workers; because
+inline) most-expensive-first and come back as they complete; this process, the store's only
+writer, writes the results it has received together whenever the backend has nothing more ready
+(one zarr write for every task that completed during the previous one), and never keeps a
+result unwritten while it waits. Backends re-run the tasks of lost workers; because
 tasks are deterministic and writes go to fixed positions, a re-run cell can never be counted
 twice. A task that fails beyond the backend's retries (for example a worker killed repeatedly)
 marks its cells failed; the sweep goes on.
@@ -10,6 +12,7 @@ marks its cells failed; the sweep goes on.
 
 from __future__ import annotations
 
+import contextlib
 import datetime as _dt
 import itertools
 import sys
@@ -27,7 +30,7 @@ from ..core.schema import DONE, FAILED, FLOAT_VARS, ChunkResult
 from ..store.cube import Counts, Store, check_store_path
 from ..store.lock import StoreLock
 from .backends import Connection, open_backend
-from .backends.base import TaskFailed
+from .backends.base import IDLE, TaskFailed
 from .cells import TaskResult, run_task
 from .plan import Packer, Plan, TaskSpec, plan_suite
 
@@ -136,48 +139,101 @@ def suite_tasks(memory_mb: float | None) -> TaskKind:
     return TaskKind(partial(run_task, memory_mb=memory_mb), failed_task_result, TaskResult)
 
 
+#: Longest time a received result waits in the client before it is written (seconds; plus up to
+#: :data:`~.backends.base.IDLE_EVERY_S` until the backend next yields IDLE). A SIGKILL of the
+#: client loses at most this much work (recomputed on resume).
+LINGER_S = 0.25
+#: Received results that are written at once, whatever their age (bounds the client's memory).
+MAX_BUFFERED = 1024
+
+
+class _WriteBuffer:
+    """Results received but not yet written. A write costs the client tens of milliseconds of
+    zarr work whatever its size (read, decode, update, encode and write each zarr chunk it
+    touches), and on a machine with as many workers as cores that time is taken from the
+    workers; so the client writes, when the backend has nothing ready
+    (:data:`~.backends.base.IDLE`), only once the oldest result has waited :data:`LINGER_S`:
+    one write then serves every task that completed in the meantime."""
+
+    def __init__(self, write: Callable[[list[Any]], tuple[int, int]], summary: Any,
+                 bar: Progress, on_result: Callable[[Any], None] | None) -> None:
+        self.write, self.summary, self.bar, self.on_result = write, summary, bar, on_result
+        self.pending: list[tuple[Any, Any]] = []
+        self.oldest = 0.0
+
+    def add(self, spec: Any, res: Any) -> None:
+        if not self.pending:
+            self.oldest = time.monotonic()
+        self.pending.append((spec, res))
+        if len(self.pending) >= MAX_BUFFERED:
+            self.flush()
+
+    def idle(self) -> None:
+        """The backend has nothing ready: write if the oldest result has waited long enough."""
+        if self.pending and time.monotonic() - self.oldest >= LINGER_S:
+            self.flush()
+
+    def flush(self) -> None:
+        if not self.pending:
+            return
+        batch, self.pending = self.pending, []
+        done, failed = self.write([res for _, res in batch])
+        self.summary.computed += done
+        self.summary.failed += failed
+        self.bar.update(done, failed, sum(spec.cost for spec, _ in batch))
+        if self.on_result is not None:
+            for _, res in batch:
+                self.on_result(res)
+
+
 def drive_tasks(tasks: Iterable[Any], store: Any, summary: Any, bar: Progress, *,
-                kind: TaskKind, write: Callable[[Any], tuple[int, int]],
+                kind: TaskKind, write: Callable[[list[Any]], tuple[int, int]],
                 connection: Connection, window: int | None = None,
                 on_result: Callable[[Any], None] | None = None,
                 command: str | None = None,
                 packer: Packer | None = None) -> None:
     """Run packed ``tasks`` (a sequence, or an iterator the backend pulls from as its submission
-    window frees up) of ``kind`` on the backend ``connection`` names, hand each completed
-    task's result to ``write`` (which stores it and returns its (done, failed) cell counts), and
-    record the run in the store's log, also when interrupted.
+    window frees up) of ``kind`` on the backend ``connection`` names, hand the completed tasks'
+    results to ``write`` (which stores a list of them and returns their (done, failed) cell
+    counts) in batches (:class:`_WriteBuffer`), and record the run in the store's log, also when
+    interrupted (results received by then are written first).
 
     The one client loop behind ``dpbench run`` and ``dpbench audit``. ``summary`` needs
     ``backend``, ``computed``, ``failed`` and ``seconds`` attributes. A ``packer`` producing
-    ``tasks`` learns the backend's capacity and every computed task's timing.
+    ``tasks`` learns the backend's capacity and every computed task's timing. ``on_result`` is
+    called with each result once it is written.
     """
     started = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
     t0 = time.perf_counter()
     interrupted = ""
     stream = iter(tasks)
     first = next(stream, _END)
+    buffer = _WriteBuffer(write, summary, bar, on_result)
     try:
         if first is not _END:
             with open_backend(connection) as backend:
                 summary.backend = backend.description
                 if packer is not None:
                     packer.capacity = backend.capacity
-                for spec, res in backend.results(kind.run, itertools.chain([first], stream),
-                                                 window):
+                for item in backend.results(kind.run, itertools.chain([first], stream), window):
+                    if item is IDLE:
+                        buffer.idle()
+                        continue
+                    spec, res = item
                     if isinstance(res, TaskFailed):
                         res = kind.failed(spec, res.message)
                     elif not isinstance(res, kind.result_type):
                         res = kind.failed(spec, f"task failed: returned {type(res).__name__}")
                     if packer is not None:
                         packer.observe(spec, res)
-                    done, failed = write(res)
-                    summary.computed += done
-                    summary.failed += failed
-                    bar.update(done, failed, spec.cost)
-                    if on_result is not None:
-                        on_result(res)
+                    buffer.add(spec, res)
+        buffer.flush()
     except BaseException as exc:
         interrupted = f"{type(exc).__name__}: {exc}"
+        # Keep what was computed; a write that fails again (a full disk) must not hide the
+        # interruption (its cells are computed again on resume).
+        with contextlib.suppress(Exception):
+            buffer.flush()
         raise
     finally:
         bar.close()
@@ -228,10 +284,11 @@ def _run_locked(suite: Suite, store_path: str | Path, planned: Plan,
     summary.not_applicable = store.mark_not_applicable(plan.not_applicable)
     bar = Progress(plan.n_cells, plan.total_cost, enabled=progress)
 
-    def write(res: TaskResult) -> tuple[int, int]:
-        store.write_many(res.chunks)
-        done = sum(int(np.sum(c.status == DONE)) for c in res.chunks)
-        failed = sum(int(np.sum(c.status == FAILED)) for c in res.chunks)
+    def write(results: list[TaskResult]) -> tuple[int, int]:
+        chunks = [c for res in results for c in res.chunks]
+        store.write_many(chunks)
+        done = sum(int(np.sum(c.status == DONE)) for c in chunks)
+        failed = sum(int(np.sum(c.status == FAILED)) for c in chunks)
         return done, failed
 
     packer = Packer(plan)

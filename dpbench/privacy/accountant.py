@@ -50,27 +50,36 @@ from __future__ import annotations
 
 import functools
 import math
+from typing import TYPE_CHECKING, Any
 
-import dp_accounting
 import numpy as np
-from dp_accounting.pld import common as pld_common
-from dp_accounting.pld import pld_pmf
-from dp_accounting.pld.privacy_loss_distribution import PrivacyLossDistribution
-from dp_accounting.rdp import RdpAccountant
-from dp_accounting.rdp.rdp_privacy_accountant import DEFAULT_RDP_ORDERS
-from scipy import fft
-from scipy.optimize import brentq
 from scipy.special import ndtr, ndtri
 
 from .profile import PROFILE_EPSILONS, PrivacyProfile
 
+if TYPE_CHECKING:
+    from dp_accounting.pld.privacy_loss_distribution import PrivacyLossDistribution
+
+# dp-accounting, scipy.optimize and scipy.fft are imported where they are used: dp-accounting
+# alone takes ~0.8 s (scipy.signal), which a command that computes no account (status, a resume
+# with nothing left, a run whose cells all go to workers) should not pay (issue 17).
+
 ACCOUNTING = "RDP (dp-accounting), sampled Gaussian, replace-one"
 ACCOUNTING_PLD = "PLD of the dominating pair of batch-1 sampling, replace-one (pessimistic)"
 
-#: dp-accounting's default orders plus integer orders in its 64-256 gap (each costs ~15 ms).
-RDP_ORDERS: tuple[float, ...] = tuple(
-    sorted(set(DEFAULT_RDP_ORDERS) | {80, 96, 112, 160, 192, 224})
-)
+@functools.cache
+def rdp_orders() -> tuple[float, ...]:
+    """dp-accounting's default orders plus integer orders in its 64-256 gap (each costs
+    ~15 ms)."""
+    from dp_accounting.rdp.rdp_privacy_accountant import DEFAULT_RDP_ORDERS
+
+    return tuple(sorted(set(DEFAULT_RDP_ORDERS) | {80, 96, 112, 160, 192, 224}))
+
+
+def __getattr__(name: str) -> Any:
+    if name == "RDP_ORDERS":  # the orders, computed on first use (see rdp_orders)
+        return rdp_orders()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 #: Relative precision of the calibrated noise multiplier.
 Z_RTOL = 1e-5
@@ -100,8 +109,11 @@ def _epsilon(z: float, n: int, steps: int, delta: float) -> float:
         return 0.0
     if not z > 0:
         return math.inf
+    import dp_accounting
+    from dp_accounting.rdp import RdpAccountant
+
     accountant = RdpAccountant(
-        list(RDP_ORDERS), neighboring_relation=dp_accounting.NeighboringRelation.REPLACE_ONE)
+        list(rdp_orders()), neighboring_relation=dp_accounting.NeighboringRelation.REPLACE_ONE)
     event = dp_accounting.SelfComposedDpEvent(
         dp_accounting.SampledWithoutReplacementDpEvent(n, 1, dp_accounting.GaussianDpEvent(z)),
         steps,
@@ -159,6 +171,8 @@ def _smallest_z(eps_fn, epsilon: float, delta: float, n: int, steps: int) -> flo
             lo, hi = lo / 2.0, lo
             if lo < 1e-6:  # (essentially) any noise suffices
                 return hi
+    from scipy.optimize import brentq
+
     brentq(f, math.log(lo), math.log(hi), xtol=Z_RTOL / 4)
     # The smallest evaluated z on the private side; Brent's last iterates bracket the root.
     z = min(zz for zz, e in seen.items() if e <= epsilon)
@@ -277,6 +291,9 @@ def _self_compose(lower: int, probs: np.ndarray, infinity: float, steps: int,
     var = max(float(p @ (idx - mean) ** 2), 1e-12)
     best = math.sqrt(2.0 * math.log(2.0 / PLD_COMPOSE_TAIL) / (steps * var))
     orders = best * np.geomspace(1 / 30, 30, 31)
+    from dp_accounting.pld import common as pld_common
+    from scipy import fft
+
     lo, hi = pld_common.compute_self_convolve_bounds(
         probs, steps, PLD_COMPOSE_TAIL, orders=np.concatenate([-orders, orders]))
     size = hi - lo + 1
@@ -344,6 +361,9 @@ def noisy_sgd_pld(z: float, n: int, steps: int, interval: float | None = None,
     if steps < 1:
         raise ValueError("steps must be >= 1 for a PLD")
     interval = pld_interval(z, n, steps) if interval is None else float(interval)
+    from dp_accounting.pld import pld_pmf
+    from dp_accounting.pld.privacy_loss_distribution import PrivacyLossDistribution
+
     lower, probs, infinity = _composed(z, n, steps, interval, long_double)
     return PrivacyLossDistribution(
         pld_pmf.DensePLDPmf(interval, lower, probs, infinity, pessimistic_estimate=True))

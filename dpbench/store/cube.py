@@ -466,12 +466,13 @@ class Store:
         self.write_many([res])
 
     def write_many(self, results: Sequence[ChunkResult]) -> None:
-        """Write the results of one task: all values and errors first, then ``status`` (the
+        """Write the results of one or more tasks: all values and errors first, then ``status`` (the
         commit marker).
 
         Only the cells in each result's ``seeds`` change: stored cells of a partially computed
         row (a resume after failures) or of the neighbouring grid points that share a zarr chunk
-        are kept, so a done cell is never rewritten. Results must be for distinct rows.
+        are kept, so a done cell is never rewritten. Results must be for distinct cells (two
+        results may share a row: different tasks can hold different seeds of it).
         """
         rows: list[_Row] = []
         for res in results:

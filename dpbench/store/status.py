@@ -5,7 +5,6 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
-import xarray as xr
 from rich.console import Console
 from rich.table import Table
 
@@ -32,6 +31,8 @@ def status_table(store: Store) -> Table:
 def results_table(path: str | Path, experiment: str) -> Table:
     """Mean excess risk (done cells) per algorithm and problem, at each n (other axes pooled
     over their first value)."""
+    import xarray as xr  # not at module level: ``dpbench status`` needs no xarray (issue 17)
+
     ds = xr.open_zarr(str(path), group=experiment, consolidated=False)
     sel = {d: 0 for d in ds.excess_risk.dims if d not in ("algorithm", "problem", "n", "seed")}
     er = ds.excess_risk.isel(sel).where(ds.status.isel(sel) == DONE).load()

@@ -257,7 +257,15 @@ def test_identical_store_with_1_and_2_workers(tmp_path: Path) -> None:
     assert_audits_identical(one, two, ["outpert"])
 
 
-def test_resume_skips_done_batches_and_ends_identical(tmp_path: Path) -> None:
+def test_resume_skips_done_batches_and_ends_identical(tmp_path: Path,
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    # Write each task as it completes (the client otherwise batches writes), so that the run
+    # is interrupted with work left.
+    from dpbench.engine import runner
+    from dpbench.engine.backends import inline
+
+    monkeypatch.setattr(runner, "LINGER_S", 0.0)
+    monkeypatch.setattr(inline, "IDLE_EVERY_S", 0.0)
     suite = parse_suite(SUITE)
     ref = tmp_path / "ref.zarr"
     run_audits(suite, ref, workers=0, progress=False)

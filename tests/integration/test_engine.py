@@ -222,3 +222,41 @@ def test_resume_computes_only_pending_and_refuses_changed_suite(tiny_suite_file:
     assert run_suite(cosmetic, store, workers=0, progress=False).computed == 0
     summary = run_suite(changed, store, workers=0, progress=False, restart=True)
     assert summary.complete and open_cube(store, "approx").sizes["seed"] == 5
+
+
+IDLE_SUITE = """
+name: idle
+seeds: 1
+experiments:
+  - name: e
+    problems: [{problem: lb_quad}]
+    algorithms:
+      - {label: fast, algorithm: fault_injector}
+      - {label: slow, algorithm: fault_injector, params: {delay_s: 3.0}}
+    grid: {n: [8], p: [2], epsilon: [1.0]}
+"""
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("backend", ["dask", "processes"])
+def test_a_result_is_written_while_other_tasks_still_compute(tmp_path: Path,
+                                                             backend: str) -> None:
+    """The client writes received results together, but never keeps one unwritten while it
+    waits (backends yield IDLE before waiting): the fast task's cell is in the store about 3 s
+    before the slow one's, computed at the same time on the other worker. Written only at the
+    end (or at the next result), the two would land together; the 1.5 s margin is half the
+    slow cell's sleep."""
+    from tests.support import failures as tf
+
+    tf.register()
+    written: dict[str, float] = {}
+
+    def on_result(res: Any) -> None:
+        label = ("fast", "slow")[res.chunks[0].index[0]]
+        written[label] = time.perf_counter()
+        assert Store.open(tmp_path / "s.zarr").status("e")[res.chunks[0].index][0] == DONE
+
+    summary = run_suite(parse_suite(IDLE_SUITE), tmp_path / "s.zarr", workers=2, backend=backend,
+                        progress=False, on_result=on_result)
+    assert summary.computed == 2
+    assert written["slow"] - written["fast"] >= 1.5, written

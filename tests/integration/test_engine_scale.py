@@ -80,6 +80,22 @@ def test_write_many_merges_rows_sharing_a_zarr_chunk(tiny_suite_file: Path,
     assert list(store.root["approx"]["error"][b]) == ["e2.5", "e9.0", "e2.5", "e9.0"]
 
 
+def test_write_many_takes_several_tasks_holding_seeds_of_one_row(tiny_suite_file: Path,
+                                                                 tmp_path: Path) -> None:
+    """The client writes the results of every task that completed together (one write): two
+    tasks may hold different seeds of one row (the tail split), and each keeps its seeds."""
+    suite = load_suite(tiny_suite_file)
+    store = Store.prepare(tmp_path / "s.zarr", suite)
+    s = suite.experiments[0].seeds
+    a, b = (0, 0, 0, 0, 0, 0), (0, 0, 1, 0, 0, 0)
+    store.write_many([_result(a, (0, 2), s, 1.0, DONE), _result(b, tuple(range(s)), s, 3.0, DONE),
+                      _result(a, (1,), s, 2.0, FAILED)])
+    st, er = store.status("approx"), store.root["approx"]["excess_risk"]
+    assert list(st[a]) == [DONE, FAILED, DONE, PENDING] and np.all(st[b] == DONE)
+    assert list(er[a])[:3] == [1.0, 2.0, 1.0] and np.isnan(er[a][3]) and np.all(er[b] == 3.0)
+    assert np.count_nonzero(st != PENDING) == s + 3
+
+
 def test_crash_between_values_and_status_leaves_cells_pending(tiny_suite_file: Path,
                                                                tmp_path: Path,
                                                                monkeypatch: pytest.MonkeyPatch,

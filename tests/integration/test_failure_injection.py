@@ -10,10 +10,14 @@ from __future__ import annotations
 
 import dataclasses
 import importlib
+import importlib.abc
+import importlib.machinery
+import importlib.util
 import os
 import sys
 import threading
 import time
+import types
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -22,6 +26,7 @@ import pytest
 
 from dpbench.config.suite import load_suite, parse_suite
 from dpbench.core.errors import SuiteError
+from dpbench.engine import isolation
 from dpbench.engine.cells import needs_isolation, run_task
 from dpbench.engine.isolation import Killed, grace_s, reset_child, run_isolated
 from dpbench.engine.plan import expand, pack
@@ -86,7 +91,10 @@ def test_a_fork_while_another_thread_imports_does_not_hang_the_child(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A dask worker deserialises its next task (importing plugin modules) while a task forks
     its compute child; the child must not inherit a module import lock held by a thread it does
-    not have (it would block unpickling its first request until the time limit killed it)."""
+    not have (it would block unpickling its first request until the time limit killed it). The
+    import here never finishes before the fork, so the fork stops waiting for it (after a
+    shortened wait) and the child repairs what it inherited."""
+    monkeypatch.setattr(isolation, "FORK_IMPORT_WAIT_S", 0.2)
     name = "dpbench_fork_import_probe"
     (tmp_path / f"{name}.py").write_text(_SLOW_MODULE)
     monkeypatch.syspath_prepend(str(tmp_path))
@@ -100,6 +108,66 @@ def test_a_fork_while_another_thread_imports_does_not_hang_the_child(
         assert started.wait(30)
         out = run_isolated(_import_attribute, name, 2, 5.0, None)
         assert out == [42, 42], out
+    finally:
+        release.set()
+        importer.join(30)
+        reset_child()
+        sys.modules.pop(name, None)
+
+
+class _CompiledLikeLoader(importlib.abc.Loader):
+    """Loads a module the way a single-phase compiled (Cython) extension does: its whole body
+    runs while the module is created, before the import system marks it as initialising, and
+    the module object is kept in a static from the start, so creating it again returns that
+    object as it is. A child forked in the middle of creating it gets the half-made module."""
+
+    def __init__(self, started: threading.Event, release: threading.Event) -> None:
+        self.started, self.release = started, release
+        self.static: types.ModuleType | None = None
+
+    def create_module(self, spec: importlib.machinery.ModuleSpec) -> types.ModuleType:
+        if self.static is None:
+            self.static = types.ModuleType(spec.name)
+            self.started.set()
+            self.release.wait(60)
+            self.static.VALUE = 42
+        return self.static
+
+    def exec_module(self, module: types.ModuleType) -> None:
+        pass
+
+
+class _Finder(importlib.abc.MetaPathFinder):
+    def __init__(self, name: str, loader: importlib.abc.Loader) -> None:
+        self.name, self.loader = name, loader
+
+    def find_spec(self, fullname: str, path: object, target: object = None
+                  ) -> importlib.machinery.ModuleSpec | None:
+        if fullname != self.name:
+            return None
+        return importlib.util.spec_from_loader(fullname, self.loader)
+
+
+def test_a_fork_waits_for_an_import_another_thread_is_running(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The fork of a compute child waits until no other thread is importing, including a
+    compiled module still being created (not yet marked as initialising): a child forked then
+    would find the half-made module again on import (``scipy.special`` failed this way under a
+    LocalCluster)."""
+    name = "dpbench_compiled_like_probe"
+    started, release = threading.Event(), threading.Event()
+    monkeypatch.setattr(sys, "meta_path",
+                        [_Finder(name, _CompiledLikeLoader(started, release)), *sys.meta_path])
+    reset_child()
+    importer = threading.Thread(target=importlib.import_module, args=(name,))
+    importer.start()
+    try:
+        assert started.wait(30)
+        threading.Timer(0.3, release.set).start()
+        t0 = time.monotonic()
+        out = run_isolated(_import_attribute, name, 2, 5.0, None)
+        assert out == [42, 42], out
+        assert time.monotonic() - t0 >= 0.25  # it waited for the import
     finally:
         release.set()
         importer.join(30)

@@ -90,3 +90,23 @@ def test_broken_zoo_is_hidden_unless_asked(capsys: pytest.CaptureFixture[str]) -
     assert main(["list", "algorithms", "--broken"]) == 0
     out = capsys.readouterr().out
     assert all(name in out for name in broken) and "deliberately broken" in out
+
+
+def test_plugins_load_by_name_and_a_named_broken_one_is_a_clear_error(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``get`` imports only the plugin it names; a broken plugin named by a suite is refused with
+    its reason (exit 2 in the CLI), not reported as an unknown name."""
+    _fake_distribution(tmp_path, "lazy_plugin", "[dpbench.algorithms]\n"
+                       "lazy_broken = no_such_module_abc:Mechanism\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    registry._cache.clear()
+    try:
+        assert "lazy_broken" in registry.names("algorithms")  # known without importing it
+        assert registry.get_algorithm("nonprivate_erm").name == "nonprivate_erm"
+        with pytest.warns(registry.PluginWarning), \
+                pytest.raises(UserInputError, match="algorithm 'lazy_broken' is registered but "
+                              "cannot be used: could not load .*no_such_module_abc"):
+            registry.get_algorithm("lazy_broken")
+    finally:
+        monkeypatch.undo()
+        registry._cache.clear()

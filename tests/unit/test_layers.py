@@ -147,6 +147,46 @@ def test_import_dpbench_loads_the_plugin_api_only() -> None:
     assert out.stdout.strip() == "", f"import dpbench loads {out.stdout.strip()}"
 
 
+_COMMAND_IMPORTS = """
+import sys
+from dpbench.cli.main import main
+from dpbench.core import registry
+suite, store = sys.argv[1], sys.argv[2]
+main(["run", suite, "--store", store, "--quiet", "--workers", "0"])
+for m in [m for m in sys.modules if m.startswith(("dpbench.algorithms.", "dpbench.problems."))]:
+    del sys.modules[m]
+registry._cache.clear()
+before = set(sys.modules)
+assert main(["run", suite, "--store", store, "--quiet", "--workers", "0"]) == 0  # a resume
+resume = set(sys.modules) - before
+assert main(["status", store]) == 0
+print("RESUME", *sorted(m for m in resume if m.startswith("dpbench.algorithms.")
+                         or m.split(".")[0] in ("dp_accounting", "xarray", "pandas")))
+"""
+
+
+def test_commands_import_only_what_the_suite_names(tmp_path: Path) -> None:
+    """Plugins load by name (issue 17): a resume of a finished one-mechanism store imports that
+    mechanism's module only, and neither dp-accounting (~0.8 s) nor xarray/pandas (~0.2 s);
+    ``dpbench status`` imports no xarray either."""
+    suite = tmp_path / "s.yaml"
+    suite.write_text("name: s\nseeds: 1\nexperiments:\n  - name: e\n    problems: [{problem: "
+                     "lb_quad}]\n    algorithms: [{algorithm: nonprivate_erm}]\n"
+                     "    grid: {n: [8], p: [2], epsilon: [1.0]}\n")
+    code = _COMMAND_IMPORTS
+    out = subprocess.run([sys.executable, "-c", code, str(suite), str(tmp_path / "s.zarr")],
+                         capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    line = next(x for x in out.stdout.splitlines() if x.startswith("RESUME"))
+    assert line.split()[1:] == ["dpbench.algorithms.nonprivate"], line
+    status = subprocess.run(
+        [sys.executable, "-c", "import sys; from dpbench.cli.main import main; "
+         f"main(['status', {str(tmp_path / 's.zarr')!r}]); "
+         "print([m for m in ('xarray', 'pandas', 'dp_accounting') if m in sys.modules])"],
+        capture_output=True, text=True, check=True)
+    assert status.stdout.strip().splitlines()[-1] == "[]", status.stdout
+
+
 def test_one_layer_per_folder() -> None:
     """Layers are top-level folders: no dotted prefix in the table, and no module sits flat in
     ``dpbench/`` except the facade, ``__main__`` and the version."""

@@ -41,6 +41,7 @@ class Backend(Protocol):
     (``None``: the backend's default), submitted in the given order (most expensive first);
     ``tasks`` may be an iterator, pulled from only as the window frees up, and may yield
     ``None``: nothing to submit until a task in flight completes (:func:`next_task`).
+    Between pairs, ``results`` yields :data:`IDLE` whenever it is about to wait.
     """
 
     description: str
@@ -51,11 +52,21 @@ class Backend(Protocol):
         ...
 
     def results(self, run: Callable[[T], Any], tasks: Iterable[T | None],
-                window: int | None = None) -> Iterator[tuple[T, Any]]: ...
+                window: int | None = None) -> Iterator[tuple[T, Any] | Any]: ...
 
 
 #: What :func:`next_task` returns when the tasks are exhausted.
 END: Any = object()
+
+#: What a backend yields, in place of a ``(task, result)`` pair, when it has handed over every
+#: result that is ready: before it waits, and then every :data:`IDLE_EVERY_S` while it waits. The
+#: client then decides whether to write what it has received (runner.drive_tasks: one write for
+#: several tasks), so a received result is never kept unwritten for long while the client waits.
+IDLE: Any = object()
+
+#: While a backend waits for a task in flight, it yields :data:`IDLE` at least this often (s);
+#: the inline backend, which never waits, yields it after a task once this much time has passed.
+IDLE_EVERY_S = 0.1
 
 
 def next_task(tasks: Iterator[Any], idle: bool) -> Any:

@@ -20,7 +20,7 @@ from typing import Any, TypeVar
 
 from ...config.cluster import DEFAULT_WORKER_TIMEOUT_S, cluster_class, load_profile
 from ...core.errors import NoWorkers, SchedulerLost
-from .base import END, TaskFailed, next_task
+from .base import END, IDLE, IDLE_EVERY_S, TaskFailed, next_task
 from .worker_watch import WorkerWatch
 
 T = TypeVar("T")
@@ -28,6 +28,8 @@ T = TypeVar("T")
 #: Tasks in flight at least (4 per worker thread otherwise): enough to keep workers that join an
 #: adaptive cluster busy before the next capacity check.
 MIN_WINDOW = 64
+#: How often a wait for the next completed task looks at its queue (seconds).
+_POLL_S = 0.005
 
 
 def _local_cluster(workers: int | None) -> Any:
@@ -95,7 +97,7 @@ class DaskBackend:
                               "x 1 thread)", cluster)
 
     def results(self, run: Callable[[T], Any], tasks: Iterable[T | None],
-                window: int | None = None) -> Iterator[tuple[T, Any]]:
+                window: int | None = None) -> Iterator[tuple[T, Any] | Any]:
         from distributed import as_completed
 
         client = self.client
@@ -135,9 +137,12 @@ class DaskBackend:
             yield from self._consume(ac, specs, futures, fill, watch)
 
     def _consume(self, ac: Any, specs: dict[str, T], futures: dict[str, Any],
-                 fill: Callable[[], None], watch: WorkerWatch) -> Iterator[tuple[T, Any]]:
+                 fill: Callable[[], None], watch: WorkerWatch) -> Iterator[tuple[T, Any] | Any]:
         client = self.client
-        for batch in ac.batches():
+        for batch in _batches(ac):
+            if batch is IDLE:
+                yield IDLE
+                continue
             for fut, res in batch:
                 spec = specs.pop(fut.key)
                 futures.pop(fut.key, None)
@@ -155,6 +160,22 @@ class DaskBackend:
                     yield spec, res
                 fut.release()
                 fill()
+
+
+def _batches(ac: Any) -> Iterator[list[Any] | Any]:
+    """The completed futures of ``ac`` batch by batch (all that are ready at once), and
+    :data:`~.base.IDLE` before each wait and every :data:`~.base.IDLE_EVERY_S` while waiting
+    (``as_completed`` cannot wait with a timeout: its queue is polled)."""
+    while True:
+        if ac.has_ready():
+            yield ac.next_batch(block=False)
+            continue
+        if ac.is_empty():
+            return
+        yield IDLE
+        deadline = time.monotonic() + IDLE_EVERY_S
+        while not ac.has_ready() and not ac.is_empty() and time.monotonic() < deadline:
+            time.sleep(_POLL_S)
 
 
 def open_backend(conn: Any) -> contextlib.AbstractContextManager[DaskBackend]:

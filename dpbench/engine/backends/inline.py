@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import contextlib
+import time
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any, TypeVar
+
+from .base import IDLE, IDLE_EVERY_S
 
 T = TypeVar("T")
 
@@ -16,10 +19,14 @@ class InlineBackend:
         return 1
 
     def results(self, run: Callable[[T], Any], tasks: Iterable[T | None],
-                window: int | None = None) -> Iterator[tuple[T, Any]]:
+                window: int | None = None) -> Iterator[tuple[T, Any] | Any]:
+        last = time.monotonic()
         for task in tasks:
             if task is not None:  # None: "wait for a running task"; nothing runs here
                 yield task, run(task)
+                if time.monotonic() - last >= IDLE_EVERY_S:
+                    yield IDLE  # computing the next task is this process's "wait"
+                    last = time.monotonic()
 
 
 def open_backend(conn: Any) -> contextlib.AbstractContextManager[InlineBackend]:

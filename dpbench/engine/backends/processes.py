@@ -14,7 +14,7 @@ from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wai
 from concurrent.futures.process import BrokenProcessPool
 from typing import Any, TypeVar
 
-from .base import END, Task, TaskFailed, next_task
+from .base import END, IDLE, IDLE_EVERY_S, Task, TaskFailed, next_task
 
 T = TypeVar("T", bound=Task)
 
@@ -46,7 +46,7 @@ class ProcessesBackend:
         return self._pool
 
     def results(self, run: Callable[[T], Any], tasks: Iterable[T | None],
-                window: int | None = None) -> Iterator[tuple[T, Any]]:
+                window: int | None = None) -> Iterator[tuple[T, Any] | Any]:
         window = window or 4 * self.workers
         fresh = iter(tasks)
         retry: list[T] = []  # tasks of a broken pool, re-submitted before fresh ones
@@ -61,7 +61,10 @@ class ProcessesBackend:
                 running[pool.submit(run, task)] = task
             if not running:
                 return
-            done, _ = wait(running, return_when=FIRST_COMPLETED)
+            done, _ = wait(running, timeout=0, return_when=FIRST_COMPLETED)
+            while not done:
+                yield IDLE
+                done, _ = wait(running, timeout=IDLE_EVERY_S, return_when=FIRST_COMPLETED)
             broken = False
             for fut in done:
                 task = running.pop(fut)
