@@ -243,6 +243,12 @@ def _child() -> _Child:
     return child
 
 
+def prepare_child() -> None:
+    """Fork this thread's compute child now, if it has none: before this process starts threads
+    that import modules (a fork waits until no import is running; see _fork_between_imports)."""
+    _child()
+
+
 def _drop_child() -> None:
     _local.child = None
 

@@ -191,7 +191,7 @@ def drive_tasks(tasks: Iterable[Any], store: Any, summary: Any, bar: Progress, *
                 connection: Connection, window: int | None = None,
                 on_result: Callable[[Any], None] | None = None,
                 command: str | None = None,
-                packer: Packer | None = None) -> None:
+                packer: Packer | None = None, opened: Any = None) -> None:
     """Run packed ``tasks`` (a sequence, or an iterator the backend pulls from as its submission
     window frees up) of ``kind`` on the backend ``connection`` names, hand the completed tasks'
     results to ``write`` (which stores a list of them and returns their (done, failed) cell
@@ -201,7 +201,8 @@ def drive_tasks(tasks: Iterable[Any], store: Any, summary: Any, bar: Progress, *
     The one client loop behind ``dpbench run`` and ``dpbench audit``. ``summary`` needs
     ``backend``, ``computed``, ``failed`` and ``seconds`` attributes. A ``packer`` producing
     ``tasks`` learns the backend's capacity and every computed task's timing. ``on_result`` is
-    called with each result once it is written.
+    called with each result once it is written. ``opened``: the backend, already open (the
+    caller closes it); otherwise it is opened here, once there is a task.
     """
     started = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
     t0 = time.perf_counter()
@@ -211,7 +212,8 @@ def drive_tasks(tasks: Iterable[Any], store: Any, summary: Any, bar: Progress, *
     buffer = _WriteBuffer(write, summary, bar, on_result)
     try:
         if first is not _END:
-            with open_backend(connection) as backend:
+            with (contextlib.nullcontext(opened) if opened is not None
+                  else open_backend(connection)) as backend:
                 summary.backend = backend.description
                 if packer is not None:
                     packer.capacity = backend.capacity
@@ -227,7 +229,8 @@ def drive_tasks(tasks: Iterable[Any], store: Any, summary: Any, bar: Progress, *
                     if packer is not None:
                         packer.observe(spec, res)
                     buffer.add(spec, res)
-        buffer.flush()
+                summary.backend = backend.description  # it may tell what happened meanwhile
+                buffer.flush()  # before the cluster closes (which can take seconds)
     except BaseException as exc:
         interrupted = f"{type(exc).__name__}: {exc}"
         # Keep what was computed; a write that fails again (a full disk) must not hide the
@@ -275,6 +278,21 @@ def _run_locked(suite: Suite, store_path: str | Path, planned: Plan,
                 window: int | None, progress: bool,
                 on_result: Callable[[TaskResult], None] | None) -> RunSummary:
     resuming = check_store_path(Path(store_path)) and not restart
+    with contextlib.ExitStack() as stack:
+        opened = None
+        if not resuming and planned.n_cells > 0:
+            # A new store has work: the backend starts (a LocalCluster takes about a second)
+            # while the store is created.
+            opened = stack.enter_context(open_backend(connection))
+        return _run_prepared(suite, store_path, planned, connection, opened, resuming=resuming,
+                             restart=restart, retry_failed=retry_failed, window=window,
+                             progress=progress, on_result=on_result)
+
+
+def _run_prepared(suite: Suite, store_path: str | Path, planned: Plan, connection: Connection,
+                  opened: Any, *, resuming: bool, restart: bool, retry_failed: bool,
+                  window: int | None, progress: bool,
+                  on_result: Callable[[TaskResult], None] | None) -> RunSummary:
     store = Store.prepare(store_path, suite, restart=restart)
     plan = planned
     if resuming:
@@ -294,6 +312,6 @@ def _run_locked(suite: Suite, store_path: str | Path, planned: Plan,
     packer = Packer(plan)
     drive_tasks(packer.tasks(), store, summary, bar, kind=suite_tasks(suite.cell_memory_mb),
                 write=write, connection=connection, window=window, on_result=on_result,
-                packer=packer)
+                packer=packer, opened=opened)
     summary.counts = {e.name: store.counts(e.name) for e in suite.experiments}
     return summary

@@ -26,6 +26,7 @@ from dpbench.audit.stats import audit_bound
 from dpbench.audit.store import open_audit
 from dpbench.config.suite import parse_suite
 from dpbench.core.schema import DONE, FAILED
+from tests.support import failures as tf
 from tests.support.cubes import assert_audits_identical
 
 SUITE = textwrap.dedent("""
@@ -58,9 +59,13 @@ def _recomputed(ds, algorithm: str) -> tuple[float, float, int]:  # type: ignore
 
 
 @pytest.mark.slow
-def test_killing_every_worker_mid_audit_shrinks_counts_keeps_bounds_valid(tmp_path: Path,
-                                                                           ) -> None:
+def test_killing_every_worker_mid_audit_shrinks_counts_keeps_bounds_valid(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     import dask
+
+    from dpbench.engine import runner
+
+    monkeypatch.setattr(runner, "LINGER_S", 0.0)  # the first result is written (and seen) at once
     import distributed  # noqa: F401  (loads distributed's config before it is overridden)
 
     suite = parse_suite(SUITE)
@@ -76,8 +81,10 @@ def test_killing_every_worker_mid_audit_shrinks_counts_keeps_bounds_valid(tmp_pa
             killed.append(pid)
 
     store = tmp_path / "killed.zarr"
-    with dask.config.set({"distributed.scheduler.allowed-failures": 0}):
-        summary = run_audits(suite, store, workers=2, progress=False, on_result=kill_all_workers)
+    with dask.config.set({"distributed.scheduler.allowed-failures": 0}), \
+            tf.local_cluster(2) as address:
+        summary = run_audits(suite, store, scheduler=address, progress=False,
+                             on_result=kill_all_workers)
     assert len(killed) == 2
     ds = open_audit(store, "mixed").load()
     status = ds.batch_status.values

@@ -20,6 +20,7 @@ from dpbench.core.schema import DONE
 from dpbench.engine.cells import TaskResult
 from dpbench.engine.runner import run_suite
 from dpbench.store.cube import Store
+from tests.support import failures as tf
 from tests.support.cubes import assert_cubes_identical, open_cube
 
 SLOW_SUITE = textwrap.dedent("""
@@ -72,7 +73,11 @@ def test_sigkill_client_mid_run_then_resume(tmp_path: Path) -> None:
 
 
 @pytest.mark.slow
-def test_sigkill_a_worker_mid_run_loses_and_duplicates_nothing(tmp_path: Path) -> None:
+def test_sigkill_a_worker_mid_run_loses_and_duplicates_nothing(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from dpbench.engine import runner
+
+    monkeypatch.setattr(runner, "LINGER_S", 0.0)  # the first result is written (and seen) at once
     suite = parse_suite(SLOW_SUITE)
     ref = tmp_path / "ref.zarr"
     run_suite(suite, ref, workers=0, progress=False)
@@ -92,7 +97,9 @@ def test_sigkill_a_worker_mid_run_loses_and_duplicates_nothing(tmp_path: Path) -
         killed.append(victim)
 
     store = tmp_path / "w.zarr"
-    summary = run_suite(suite, store, workers=2, progress=False, on_result=kill_one_worker)
+    with tf.local_cluster(2) as address:
+        summary = run_suite(suite, store, scheduler=address, progress=False,
+                            on_result=kill_one_worker)
     assert killed, "a worker was killed"
     assert summary.complete
     assert len(seen_keys) == len(set(seen_keys)), "a task was consumed twice"

@@ -18,7 +18,7 @@ from dpbench.core.errors import StoreError, UserInputError
 from dpbench.core.schema import DONE, FAILED, NOT_APPLICABLE
 from dpbench.core.time_limit import checkpoint
 from dpbench.engine.runner import run_suite
-from dpbench.store.cube import Store
+from dpbench.store.cube import ROOT_KEY, Store
 from tests.support.cubes import assert_cubes_identical, open_cube
 
 
@@ -241,6 +241,8 @@ experiments:
 @pytest.mark.parametrize("backend", ["dask", "processes"])
 def test_a_result_is_written_while_other_tasks_still_compute(tmp_path: Path,
                                                              backend: str) -> None:
+    # dask through the local profile: the embedded default would compute both cells in this
+    # process, one after the other, while its cluster starts.
     """The client writes received results together, but never keeps one unwritten while it
     waits (backends yield IDLE before waiting): the fast task's cell is in the store about 3 s
     before the slow one's, computed at the same time on the other worker. Written only at the
@@ -256,7 +258,37 @@ def test_a_result_is_written_while_other_tasks_still_compute(tmp_path: Path,
         written[label] = time.perf_counter()
         assert Store.open(tmp_path / "s.zarr").status("e")[res.chunks[0].index][0] == DONE
 
+    profile = Path(__file__).resolve().parents[2] / "cluster" / "local.yaml"
     summary = run_suite(parse_suite(IDLE_SUITE), tmp_path / "s.zarr", workers=2, backend=backend,
-                        progress=False, on_result=on_result)
+                        profile=profile if backend == "dask" else None, progress=False,
+                        on_result=on_result)
     assert summary.computed == 2
     assert written["slow"] - written["fast"] >= 1.5, written
+
+
+@pytest.mark.slow
+def test_the_run_computes_here_while_its_local_cluster_starts(
+        tiny_suite_file: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The embedded default starts its LocalCluster in a thread and computes tasks in this
+    process meanwhile, then hands the rest to the cluster; the cube is the inline one, bit for
+    bit. The start is slowed by 2 s here, so that both parts certainly compute."""
+    from dpbench.engine.backends import dask as dask_backend
+
+    start = dask_backend._local_cluster
+
+    def slow_start(workers: int) -> Any:
+        time.sleep(2.0)
+        return start(workers)
+
+    monkeypatch.setattr(dask_backend, "_local_cluster", slow_start)
+    suite = load_suite(tiny_suite_file)
+    ref = tmp_path / "ref.zarr"
+    run_suite(suite, ref, workers=0, progress=False)
+    summary = run_suite(suite, tmp_path / "s.zarr", workers=2, progress=False)
+    assert "computed in this process while it started" in summary.backend, summary.backend
+    here = int(summary.backend.split("; ")[1].split()[0])
+    assert 0 < here, summary.backend
+    assert summary.complete
+    assert_cubes_identical(ref, tmp_path / "s.zarr", ["approx", "pure"])
+    runs = Store.open(tmp_path / "s.zarr").root.attrs[ROOT_KEY]["runs"]
+    assert "while it started" in runs[-1]["backend"]

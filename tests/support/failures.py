@@ -182,6 +182,18 @@ def wait_for(condition: Callable[[], bool], timeout: float, what: str, interval:
         time.sleep(interval)
 
 
+@contextlib.contextmanager
+def local_cluster(n_workers: int = 2) -> Iterator[str]:
+    """A LocalCluster that is up before the run starts (the embedded default computes its first
+    tasks in the client while its own cluster starts): its scheduler address. Tests that kill
+    workers mid-run use it, so that tasks are on workers when the first result arrives."""
+    from distributed import LocalCluster
+
+    with LocalCluster(n_workers=n_workers, threads_per_worker=1, processes=True,
+                      dashboard_address=None) as cluster:
+        yield cluster.scheduler_address
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -398,8 +410,9 @@ def sigkill_worker(ws: Workspace) -> Outcome:
             os.kill(victim, signal.SIGKILL)
             killed.append(victim)
 
-    summary = run_suite(parse_suite(FAULT_SUITE), store, workers=2, progress=False,
-                        on_result=kill_one)
+    with local_cluster(2) as address:
+        summary = run_suite(parse_suite(FAULT_SUITE), store, scheduler=address, progress=False,
+                            on_result=kill_one)
     notes = [f"killed worker pid {killed[0]}" if killed else "no worker was killed"]
     dup = len(keys) - len(set(keys))
     return _finish("SIGKILL a worker", ws, store, status_summary(store), notes,

@@ -13,13 +13,15 @@ from __future__ import annotations
 
 import contextlib
 import os
+import threading
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Generator, Iterable, Iterator
 from pathlib import Path
 from typing import Any, TypeVar
 
 from ...config.cluster import DEFAULT_WORKER_TIMEOUT_S, cluster_class, load_profile
 from ...core.errors import NoWorkers, SchedulerLost
+from ..isolation import prepare_child, reset_child
 from .base import END, IDLE, IDLE_EVERY_S, TaskFailed, next_task
 from .worker_watch import WorkerWatch
 
@@ -32,23 +34,62 @@ MIN_WINDOW = 64
 _POLL_S = 0.005
 
 
-def _local_cluster(workers: int | None) -> Any:
+def _local_cluster(workers: int) -> Any:
     from distributed import LocalCluster
 
-    n = workers if workers is not None else (os.cpu_count() or 1)
-    return LocalCluster(n_workers=n, threads_per_worker=1, processes=True,
+    return LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
                         dashboard_address=None, silence_logs=40)
+
+
+class _ClusterStart:
+    """The embedded default's LocalCluster and its client, started in a thread: its start (the
+    scheduler here, one spawned worker process per core importing distributed, ~1 s) would
+    otherwise leave the run idle, so the run computes tasks in this process meanwhile
+    (:meth:`DaskBackend.results`)."""
+
+    def __init__(self, workers: int) -> None:
+        self.workers = workers
+        self.cluster: Any = None
+        self.client: Any = None
+        self.error: BaseException | None = None
+        self.ready = threading.Event()
+        prepare_child()  # the fork for cells computed here, before the thread imports distributed
+        self._thread = threading.Thread(target=self._start, name="dpbench-cluster-start",
+                                        daemon=True)
+        self._thread.start()
+
+    def _start(self) -> None:
+        try:
+            from distributed import Client
+
+            self.cluster = _local_cluster(self.workers)
+            self.client = Client(self.cluster)
+        except BaseException as exc:  # noqa: BLE001 - re-raised in the run's thread
+            self.error = exc
+        finally:
+            self.ready.set()
+
+    def close(self) -> None:
+        self._thread.join()
+        for part in (self.client, self.cluster):
+            if part is not None:
+                part.close()
 
 
 class DaskBackend:
     def __init__(self, client: Any, description: str, cluster: Any = None,
-                 worker_timeout_s: float = DEFAULT_WORKER_TIMEOUT_S) -> None:
+                 worker_timeout_s: float = DEFAULT_WORKER_TIMEOUT_S,
+                 starting: _ClusterStart | None = None) -> None:
         self.client, self.description = client, description
         self.cluster, self.worker_timeout_s = cluster, worker_timeout_s
         self._threads, self._threads_at = 0, -1e9
+        self._starting = starting
 
     def capacity(self) -> int:
-        """Worker threads connected now (asked of the scheduler at most once a second)."""
+        """Worker threads connected now (asked of the scheduler at most once a second); 1 (this
+        process) while the cluster starts."""
+        if self.client is None:
+            return 1
         now = time.monotonic()
         if now - self._threads_at >= 1.0:
             try:
@@ -65,6 +106,16 @@ class DaskBackend:
                 ) -> Iterator[DaskBackend]:
         """Open a client. Precedence: ``scheduler``, ``scheduler_file``, ``profile``, a
         LocalCluster of ``workers`` processes (one thread each)."""
+        if scheduler is None and scheduler_file is None and profile is None:
+            # The embedded default: distributed is imported in the starting thread.
+            n = workers if workers is not None else (os.cpu_count() or 1)
+            starting = _ClusterStart(n)
+            try:
+                yield cls(None, f"LocalCluster ({n} worker process{'es' if n != 1 else ''} "
+                                "x 1 thread)", starting=starting)
+            finally:
+                starting.close()
+            return
         import dask
         from distributed import Client
 
@@ -90,14 +141,13 @@ class DaskBackend:
                     with Client(cluster) as client:
                         yield cls(client, f"{prof.module}.{prof.cls} from {profile}", cluster,
                                   prof.worker_timeout_s)
-            return
-        with _local_cluster(workers) as cluster, Client(cluster) as client:
-            n = len(cluster.workers)
-            yield cls(client, f"LocalCluster ({n} worker process{'es' if n != 1 else ''} "
-                              "x 1 thread)", cluster)
 
     def results(self, run: Callable[[T], Any], tasks: Iterable[T | None],
                 window: int | None = None) -> Iterator[tuple[T, Any] | Any]:
+        queue = iter(tasks)
+        if self.client is None and self._starting is not None:
+            if (yield from self._while_starting(run, queue)):
+                return
         from distributed import as_completed
 
         client = self.client
@@ -106,7 +156,6 @@ class DaskBackend:
         def room() -> bool:  # the window follows the cluster as workers join and leave
             return len(futures) < (fixed or max(4 * self.capacity(), MIN_WINDOW))
 
-        queue = iter(tasks)
         rank = 0
         specs: dict[str, T] = {}
         futures: dict[str, Any] = {}
@@ -135,6 +184,31 @@ class DaskBackend:
         fill()
         with WorkerWatch(client, self.cluster, self.worker_timeout_s, give_up) as watch:
             yield from self._consume(ac, specs, futures, fill, watch)
+
+    def _while_starting(self, run: Callable[[T], Any], queue: Iterator[T | None]
+                        ) -> Generator[tuple[T, Any] | Any, None, bool]:
+        """Compute tasks in this process (like the inline backend) until the LocalCluster is up;
+        then adopt it. Returns whether every task was computed here."""
+        starting = self._starting
+        assert starting is not None
+        here = 0
+        try:
+            while not starting.ready.is_set():
+                spec = next_task(queue, idle=True)
+                if spec is END:
+                    return True
+                yield spec, run(spec)
+                here += 1
+                yield IDLE
+        finally:
+            reset_child()  # this process's compute child, if the tasks forked one
+            if here:
+                self.description += (f"; {here} task{'s' if here != 1 else ''} computed in "
+                                     "this process while it started")
+        if starting.error is not None:
+            raise starting.error
+        self.client, self.cluster = starting.client, starting.cluster
+        return False
 
     def _consume(self, ac: Any, specs: dict[str, T], futures: dict[str, Any],
                  fill: Callable[[], None], watch: WorkerWatch) -> Iterator[tuple[T, Any] | Any]:
