@@ -266,6 +266,12 @@ class Plan:
         return _group(self.chunks(), target, max_chunks)
 
 
+#: Fractions of the task target for the first tasks of a run: the first results (and the
+#: progress line, and a first look at the cube) come back after a few tens of milliseconds of
+#: work instead of a full task's; three extra tasks cost a few milliseconds.
+RAMP = (1 / 8, 1 / 4, 1 / 2)
+
+
 class Packer:
     """Packs a :class:`Plan`'s chunks into tasks from *measured* cost, as results come back.
 
@@ -277,7 +283,7 @@ class Packer:
     no ``cost()`` is *probed* first: single-chunk tasks, at most one per worker thread, and
     nothing more of it until one comes back (:meth:`tasks` yields ``None``: "wait for a
     result"), so an estimate that calls its cells trivial cannot pack the sweep into one
-    serial task. Towards the end, a task takes at most 1/:data:`TAIL_SPLIT` of the remaining
+    serial task. The first tasks are smaller (:data:`RAMP`). Towards the end, a task takes at most 1/:data:`TAIL_SPLIT` of the remaining
     work per worker thread (``capacity``, set by the runner from the backend), so the last tasks
     finish together. Packing then depends on timings; results never depend on packing (every
     cell draws its randomness from its own identity).
@@ -321,6 +327,7 @@ class Packer:
         ``None`` means: nothing until a task in flight comes back (:meth:`observe`)."""
         group: list[ChunkSpec] = []
         acc = target = 0.0
+        ramp = iter(RAMP)
         for chunk in self.plan.chunks():
             cls = self._class(chunk)
             self._left[cls] -= chunk.cost
@@ -338,7 +345,7 @@ class Packer:
                     yield probe
                     continue
             if not group:  # once per task: the remaining work sums over every class
-                target = self._tail_target()
+                target = self._tail_target() * next(ramp, 1.0)
             group.append(chunk)
             acc += chunk.cost * (self._scale(cls) or 1.0)
             if acc >= target or len(group) >= self.max_chunks:

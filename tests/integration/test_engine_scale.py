@@ -12,6 +12,7 @@ from dpbench.core.schema import DONE, FAILED, FLOAT_VARS, NOT_APPLICABLE, PENDIN
 from dpbench.engine.plan import (
     CELL_OVERHEAD_COST,
     MAX_CHUNKS_PER_TASK,
+    RAMP,
     TARGET_TASK_SECONDS,
     ExperimentPlan,
     Packer,
@@ -253,6 +254,23 @@ def test_the_packer_packs_from_measured_cost_not_from_the_estimate() -> None:
     assert sorted(sent) == sorted(set(sent)) and len(sent) == 400
     # what the static packer does with the same estimates: a few 256-chunk tasks (~serial)
     assert max(len(t.chunks) for t in pack(expand(suite, suite.experiments[0])[0])) > 100
+
+
+def test_the_first_tasks_ramp_up_to_the_target() -> None:
+    """The first tasks hold 1/8, 1/4 and 1/2 of the target (RAMP): the first results come back
+    after tens of milliseconds of work; then full tasks."""
+    suite = parse_suite(_trivial_suite(points=400, seeds=1))
+    packer = Packer(plan_suite(suite))
+    packer.capacity = lambda: 2
+    stream = packer.tasks()
+    probes = [next(stream), next(stream)]
+    assert next(stream) is None
+    packer.observe(probes[0], _fake_result(probes[0], 0.01))     # 30 chunks make a full task
+    sizes = [len(t.chunks) for t in stream if t is not None]
+    full = round(TARGET_TASK_SECONDS / 0.01)
+    # a task closes once its work reaches the target: one chunk more when a sum rounds below it
+    assert all(full * f <= n <= full * f + 1 for n, f in zip(sizes, RAMP)), sizes
+    assert sizes[len(RAMP)] in (full, full + 1), sizes
 
 
 def test_a_failed_probe_lets_the_next_one_go() -> None:
