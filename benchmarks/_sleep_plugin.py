@@ -72,6 +72,21 @@ class SleepCellNoCost(SleepCell):
     cost = Algorithm.cost  # type: ignore[assignment]  # what a plugin that declares none gets
 
 
+def suite_text(algorithm: str, cells: int, seconds: float, name: str = "sleep") -> str:
+    """A one-seed suite of ``cells`` cells of ``algorithm`` on LB-Quad (n = 8, p = 2), one per ε
+    value, each taking ``seconds``."""
+    eps = ", ".join(str(round(0.01 * (i + 1), 4)) for i in range(cells))
+    return f"""
+name: {name}
+seeds: 1
+experiments:
+  - name: e
+    problems: [{{problem: lb_quad}}]
+    algorithms: [{{algorithm: {algorithm}, params: {{seconds: {seconds}}}}}]
+    grid: {{n: [8], p: [2], epsilon: [{eps}]}}
+"""
+
+
 def warm() -> int:
     """Import what a cell needs (run on every worker before timing: worker start-up)."""
     import os
@@ -100,7 +115,8 @@ class SpinCell(SleepCell):
     cold-start benchmark compares it with a process pool running :func:`spin`)."""
 
     name: ClassVar[str] = "bench_spin"
-    summary: ClassVar[str] = "keeps a core busy a fixed time, releases the centre of C (benchmark only)"
+    summary: ClassVar[str] = ("keeps a core busy a fixed time, releases the centre of C "
+                              "(benchmark only)")
 
     def run(self, data: Any, problem: Any, *, epsilon: float, delta: float,
             rng: np.random.Generator) -> Release:

@@ -41,6 +41,10 @@ HERE = Path(__file__).resolve().parent
 ENV = {**os.environ, "OPENBLAS_NUM_THREADS": "1",
        "PYTHONPATH": os.pathsep.join([str(HERE), *filter(None, os.environ.get(
            "PYTHONPATH", "").split(os.pathsep))])}
+sys.path.insert(0, str(HERE))
+
+import _sleep_plugin  # noqa: E402
+
 #: (cells, seconds per cell): the issue's two workloads.
 WORKLOADS = ((200, 0.01), (40, 0.2))
 
@@ -76,19 +80,6 @@ if __name__ == "__main__":
 """
 
 
-def suite_text(cells: int, seconds: float) -> str:
-    eps = ", ".join(str(round(0.01 * (i + 1), 4)) for i in range(cells))
-    return f"""
-name: cold
-seeds: 1
-experiments:
-  - name: e
-    problems: [{{problem: lb_quad}}]
-    algorithms: [{{algorithm: bench_spin, params: {{seconds: {seconds}}}}}]
-    grid: {{n: [8], p: [2], epsilon: [{eps}]}}
-"""
-
-
 def timed(argv: list[str]) -> tuple[float, float | None]:
     """Wall time of a whole command, and the delay to its first cell (if it reports one)."""
     t_launch = time.time()
@@ -112,7 +103,7 @@ def cold(rounds: int, tmp: Path) -> dict[str, dict[str, float]]:
     results: dict[str, dict[str, float]] = {}
     for cells, seconds in WORKLOADS:
         suite = tmp / f"suite-{cells}.yaml"
-        suite.write_text(suite_text(cells, seconds))
+        suite.write_text(_sleep_plugin.suite_text("bench_spin", cells, seconds, "cold"))
         walls: dict[str, list[float]] = {"pool": [], "dask": [], "processes": []}
         firsts: dict[str, list[float]] = {"dask": [], "processes": []}
         for r in range(rounds):
@@ -159,10 +150,7 @@ def warm(rounds: int, tmp: Path) -> dict[str, dict[str, float]]:
 
     from distributed import Client, LocalCluster
 
-    sys.path.insert(0, str(HERE))
     os.environ.update({k: ENV[k] for k in ("PYTHONPATH", "OPENBLAS_NUM_THREADS")})
-    import _sleep_plugin
-
     from dpbench.config.suite import parse_suite
     from dpbench.engine.runner import run_suite
 
@@ -174,7 +162,7 @@ def warm(rounds: int, tmp: Path) -> dict[str, dict[str, float]]:
         client.run(_sleep_plugin.warm)
         list(pool.map(_sleep_plugin.spin, [0.01] * 4))
         for cells, seconds in WORKLOADS:
-            suite = parse_suite(suite_text(cells, seconds))
+            suite = parse_suite(_sleep_plugin.suite_text("bench_spin", cells, seconds, "cold"))
             run_suite(suite, tmp / f"w-{cells}-warmup.zarr", scheduler=cluster.scheduler_address,
                       progress=False)
             t_pool, t_dask = [], []

@@ -38,18 +38,6 @@ from dpbench.engine.runner import run_suite  # noqa: E402
 WORKLOADS = ((40, 0.2), (200, 0.01))
 
 
-def suite_text(algorithm: str, cells: int, seconds: float) -> str:
-    return f"""
-name: packing
-seeds: 1
-experiments:
-  - name: e
-    problems: [{{problem: lb_quad}}]
-    algorithms: [{{algorithm: {algorithm}, params: {{seconds: {seconds}}}}}]
-    grid: {{n: [8], p: [2], epsilon: {[round(0.01 * (i + 1), 4) for i in range(cells)]}}}
-"""
-
-
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--rounds", type=int, default=3)
@@ -68,7 +56,7 @@ def main() -> None:
             for r in range(args.rounds):
                 for variant, name in (("cost", _sleep_plugin.SleepCell.name),
                                       ("nocost", _sleep_plugin.SleepCellNoCost.name)):
-                    suite = parse_suite(suite_text(name, cells, seconds))
+                    suite = parse_suite(_sleep_plugin.suite_text(name, cells, seconds, "packing"))
                     t0 = time.perf_counter()
                     s = run_suite(suite, Path(tmp) / f"{variant}-{cells}-{r}.zarr",
                                   scheduler=cluster.scheduler_address, progress=False)

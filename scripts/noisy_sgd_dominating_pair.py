@@ -204,13 +204,13 @@ def accountant_table() -> list[str]:
 
     from dpbench.algorithms.noisy_sgd import paper_noise_multiplier
     from dpbench.privacy.accountant import (
-        RDP_ORDERS,
         calibrate_noisy_sgd,
         calibrate_noisy_sgd_pld,
         dominating_step_pmf,
         noisy_sgd_epsilon,
         noisy_sgd_epsilon_pld,
         pld_interval,
+        rdp_orders,
     )
 
     def dpa(relation, mult, q, steps, delta, interval):
@@ -225,7 +225,7 @@ def accountant_table() -> list[str]:
         interval = pld_interval(z, n, steps)
         lower, probs, _ = dominating_step_pmf(z, n, interval)
         losses = (lower + np.arange(probs.size)) * interval
-        orders = np.array([a for a in RDP_ORDERS if a > 1])
+        orders = np.array([a for a in rdp_orders() if a > 1])
         rdp = np.array([logsumexp((a - 1) * losses, b=probs) / (a - 1) for a in orders])
         return compute_epsilon(orders, steps * rdp, delta)[0]
 

@@ -159,6 +159,11 @@ def _resolve(kind: str, name: str) -> tuple[type | None, str]:
     return obj, ""
 
 
+def _kinds(kind: str, include_broken: bool) -> list[str]:
+    """The groups to look in for ``kind``: the broken zoo is an algorithm group of its own."""
+    return [kind] + (["broken"] if include_broken and kind == "algorithms" else [])
+
+
 def available(kind: str, refresh: bool = False, include_broken: bool = False
               ) -> dict[str, type]:
     """All registered plugins of ``kind`` ("algorithms" or "problems"), by name, imported; the
@@ -167,7 +172,7 @@ def available(kind: str, refresh: bool = False, include_broken: bool = False
     plugins use :func:`get`, which imports only those."""
     if kind not in ("algorithms", "problems"):
         raise ValueError(f"kind must be 'algorithms' or 'problems', got {kind!r}")
-    kinds = [kind] + (["broken"] if include_broken and kind == "algorithms" else [])
+    kinds = _kinds(kind, include_broken)
     for k in kinds:
         if refresh:
             _cache.pop(k, None)
@@ -180,8 +185,8 @@ def available(kind: str, refresh: bool = False, include_broken: bool = False
 
 def names(kind: str, include_broken: bool = False) -> list[str]:
     """Every registered name of ``kind``, sorted, without importing any plugin."""
-    kinds = [kind] + (["broken"] if include_broken and kind == "algorithms" else [])
-    return sorted({n for k in kinds for n in (*_plugins(k).targets, *_plugins(k).loaded)})
+    return sorted({n for k in _kinds(kind, include_broken)
+                   for n in (*_plugins(k).targets, *_plugins(k).loaded)})
 
 
 def register(kind: str, cls: type, name: str | None = None) -> type:
@@ -196,7 +201,7 @@ def register(kind: str, cls: type, name: str | None = None) -> type:
 def get(kind: str, name: str) -> type:
     """The plugin class called ``name`` (importing only its module); a clear error suggesting the
     closest name otherwise."""
-    for k in (kind, "broken") if kind == "algorithms" else (kind,):
+    for k in _kinds(kind, include_broken=True):
         cls, why = _resolve(k, name)
         if cls is not None:
             return cls

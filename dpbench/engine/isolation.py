@@ -109,15 +109,16 @@ def _imports_running() -> bool:
     """Whether another thread of this process is importing a module: it holds the module's
     import lock (from before the module is created until its body has run, so this also covers
     a compiled module's creation, before it is marked as initialising)."""
-    bootstrap = sys.modules.get("importlib._bootstrap")
+    locks = getattr(sys.modules.get("importlib._bootstrap"), "_module_locks", None)
+    if locks is None:  # a CPython without the table (3.11-3.13 have it): modules being run
+        return any(getattr(getattr(m, "__spec__", None), "_initializing", False)
+                   for m in list(sys.modules.values()))
     me = threading.get_ident()
-    for ref in list(getattr(bootstrap, "_module_locks", {}).values()):
-        lock = ref() if callable(ref) else None
-        owner = getattr(lock, "owner", None)
+    for ref in list(locks.values()):
+        owner = getattr(ref() if callable(ref) else None, "owner", None)
         if owner is not None and owner != me:
             return True
-    return any(getattr(getattr(m, "__spec__", None), "_initializing", False)
-               for m in list(sys.modules.values()))
+    return False
 
 
 def _fork_between_imports(timeout_s: float) -> int:

@@ -283,10 +283,11 @@ class Packer:
     no ``cost()`` is *probed* first: single-chunk tasks, at most one per worker thread, and
     nothing more of it until one comes back (:meth:`tasks` yields ``None``: "wait for a
     result"), so an estimate that calls its cells trivial cannot pack the sweep into one
-    serial task. The first tasks are smaller (:data:`RAMP`). Towards the end, a task takes at most 1/:data:`TAIL_SPLIT` of the remaining
-    work per worker thread (``capacity``, set by the runner from the backend), so the last tasks
-    finish together. Packing then depends on timings; results never depend on packing (every
-    cell draws its randomness from its own identity).
+    serial task. The first tasks are smaller (:data:`RAMP`). Towards the end, a task takes at
+    most 1/:data:`TAIL_SPLIT` of the remaining work per worker thread (``capacity``, set by the
+    runner from the backend), so the last tasks finish together. Packing then depends on
+    timings; results never depend on packing (every cell draws its randomness from its own
+    identity).
     """
 
     def __init__(self, plan: Plan, target: float = TARGET_TASK_COST,

@@ -50,7 +50,7 @@ from __future__ import annotations
 
 import functools
 import math
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 from scipy.special import ndtr, ndtri
@@ -67,6 +67,7 @@ if TYPE_CHECKING:
 ACCOUNTING = "RDP (dp-accounting), sampled Gaussian, replace-one"
 ACCOUNTING_PLD = "PLD of the dominating pair of batch-1 sampling, replace-one (pessimistic)"
 
+
 @functools.cache
 def rdp_orders() -> tuple[float, ...]:
     """dp-accounting's default orders plus integer orders in its 64-256 gap (each costs
@@ -75,11 +76,6 @@ def rdp_orders() -> tuple[float, ...]:
 
     return tuple(sorted(set(DEFAULT_RDP_ORDERS) | {80, 96, 112, 160, 192, 224}))
 
-
-def __getattr__(name: str) -> Any:
-    if name == "RDP_ORDERS":  # the orders, computed on first use (see rdp_orders)
-        return rdp_orders()
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 #: Relative precision of the calibrated noise multiplier.
 Z_RTOL = 1e-5

@@ -23,6 +23,7 @@ from ...config.cluster import DEFAULT_WORKER_TIMEOUT_S, cluster_class, load_prof
 from ...core.errors import NoWorkers, SchedulerLost
 from ..isolation import prepare_child, reset_child
 from .base import END, IDLE, IDLE_EVERY_S, TaskFailed, next_task
+from .inline import InlineBackend
 from .worker_watch import WorkerWatch
 
 T = TypeVar("T")
@@ -187,24 +188,32 @@ class DaskBackend:
 
     def _while_starting(self, run: Callable[[T], Any], queue: Iterator[T | None]
                         ) -> Generator[tuple[T, Any] | Any, None, bool]:
-        """Compute tasks in this process (like the inline backend) until the LocalCluster is up;
+        """Compute tasks in this process (the inline backend) until the LocalCluster is up;
         then adopt it. Returns whether every task was computed here."""
         starting = self._starting
         assert starting is not None
-        here = 0
-        try:
+        taken = [0]
+        exhausted = False
+
+        def until_up() -> Iterator[T]:
+            nonlocal exhausted
             while not starting.ready.is_set():
                 spec = next_task(queue, idle=True)
                 if spec is END:
-                    return True
-                yield spec, run(spec)
-                here += 1
-                yield IDLE
+                    exhausted = True
+                    return
+                taken[0] += 1
+                yield spec
+
+        try:
+            yield from InlineBackend().results(run, until_up())
         finally:
             reset_child()  # this process's compute child, if the tasks forked one
-            if here:
-                self.description += (f"; {here} task{'s' if here != 1 else ''} computed in "
-                                     "this process while it started")
+            if taken[0]:
+                self.description += (f"; {taken[0]} task{'s' if taken[0] != 1 else ''} "
+                                     "computed in this process while it started")
+        if exhausted:
+            return True
         if starting.error is not None:
             raise starting.error
         self.client, self.cluster = starting.client, starting.cluster
