@@ -532,7 +532,8 @@ def _audit_locked(suite: Suite, store_path: str | Path, plan: AuditPlan, connect
                   on_result: Callable[[AuditTaskResult], None] | None) -> AuditSummary:
     if check_store_path(Path(store_path)) and not restart:  # refuse before writing anything
         AuditStore(Store.open(store_path)).check_matches(suite.audits, suite.root_seed)
-    store = Store.prepare(store_path, dataclasses.replace(suite, experiments=()))
+    store = Store.prepare(store_path, dataclasses.replace(suite, experiments=()),
+                          whole_suite=False)
     astore = AuditStore(store)
     astore.prepare(suite.audits, suite.root_seed, restart=restart)
     _mark_not_applicable(astore, plan)

@@ -141,6 +141,8 @@ def _cmd_run(args: argparse.Namespace) -> int:
 
     suite = load_suite(args.suite)
     _check_report_dir(args.report)
+    if args.restart and not _restart_confirmed(args.store, suite):
+        return EXIT_USAGE
     summary = run_suite(suite, args.store, scheduler=args.scheduler,
                         scheduler_file=args.scheduler_file, profile=args.cluster,
                         workers=args.workers, backend=args.backend, restart=args.restart,
@@ -151,6 +153,8 @@ def _cmd_run(args: argparse.Namespace) -> int:
     total = {k: sum(getattr(c, k) for c in summary.counts.values())
              for k in ("total", "done", "failed", "not_applicable", "pending")}
     print(f"store: {summary.store}")
+    for name, added in summary.grown.items():
+        print(f"grew experiment {name!r} in place: {added}")
     if suite.audits:
         print(f"note: the suite's {len(suite.audits)} audit(s) are not run by dpbench run; "
               "use dpbench audit")
@@ -163,6 +167,27 @@ def _cmd_run(args: argparse.Namespace) -> int:
         _write_report(args.store, None if args.report == DEFAULT_REPORT else args.report,
                       allow_incomplete=True, option="--report")
     return EXIT_OK if total["failed"] == 0 and total["pending"] == 0 else EXIT_FAILED_CELLS
+
+
+def _restart_confirmed(store: str, suite: Any) -> bool:
+    """``run --restart`` of a store whose suite did not change discards its results for
+    nothing: ask on a terminal, say so otherwise (a script asked for it)."""
+    from ..store.cube import Store
+
+    done = Store.unchanged_done_cells(store, suite)
+    if not done:
+        return True
+    question = (f"--restart: the store {store!r} holds this suite unchanged, with {done} computed "
+                "cells; discard them and compute everything again?")
+    if sys.stdin is not None and sys.stdin.isatty():
+        if input(f"{question} [y/N] ").strip().lower() in ("y", "yes"):
+            return True
+        print("dpbench run: nothing discarded (run without --restart to resume; only additions "
+              "to a suite resume in place)", file=sys.stderr)
+        return False
+    print(f"dpbench run: note: {question.split('; ')[0]}; --restart discards them",
+          file=sys.stderr)
+    return True
 
 
 def _cmd_validate(args: argparse.Namespace) -> int:

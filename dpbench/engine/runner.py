@@ -46,6 +46,8 @@ class RunSummary:
     not_applicable: int = 0
     seconds: float = 0.0
     counts: dict[str, Counts] = field(default_factory=dict)
+    #: Experiments grown in place before the run, with what was added.
+    grown: dict[str, str] = field(default_factory=dict)
 
     @property
     def complete(self) -> bool:
@@ -245,6 +247,7 @@ def drive_tasks(tasks: Iterable[Any], store: Any, summary: Any, bar: Progress, *
                           "started_utc": started, "seconds": round(summary.seconds, 3),
                           "backend": summary.backend, "cells_computed": summary.computed,
                           "cells_failed": summary.failed,
+                          **({"grown": summary.grown} if getattr(summary, "grown", None) else {}),
                           **({"interrupted": interrupted} if interrupted else {})})
 
 
@@ -298,7 +301,7 @@ def _run_prepared(suite: Suite, store_path: str | Path, planned: Plan, connectio
     if resuming:
         plan = plan_suite(suite, {e.name: store.pending_mask(e.name, retry_failed)
                                   for e in suite.experiments})
-    summary = RunSummary(Path(store_path), "none (nothing to compute)")
+    summary = RunSummary(Path(store_path), "none (nothing to compute)", grown=store.grown)
     summary.not_applicable = store.mark_not_applicable(plan.not_applicable)
     bar = Progress(plan.n_cells, plan.total_cost, enabled=progress)
 

@@ -59,6 +59,7 @@ from ..core.schema import (
     check_version,
 )
 from ..core.seeding import stable_hash
+from . import growth
 from .writable import disk_reason, is_disk_error
 
 ROOT_KEY = "dpbench_store"
@@ -228,6 +229,8 @@ class Store:
         #: empty directory it was created in existed before).
         self.created = False
         self._keep_dir = False
+        #: Experiments :meth:`prepare` grew in place, with what was added (for the run log).
+        self.grown: dict[str, str] = {}
 
     # --- opening ------------------------------------------------------------------------------
     @classmethod
@@ -243,12 +246,18 @@ class Store:
         return store
 
     @classmethod
-    def prepare(cls, path: str | Path, suite: Suite, restart: bool = False) -> Store:
+    def prepare(cls, path: str | Path, suite: Suite, restart: bool = False,
+                whole_suite: bool = True) -> Store:
         """Create the store, or open it for resumption after checking it matches the suite.
 
-        An experiment whose definition changed is refused (``restart=True`` discards the whole
-        store and starts over). Experiments new to the suite are added. A new store whose
-        creation fails (e.g. a full disk) is removed again (:meth:`creating`).
+        An experiment whose definition only grew (more seeds, grid values, algorithms or
+        problems, each existing one unchanged) is grown in place (:mod:`.growth`); one whose
+        definition changed otherwise is refused, naming what changed (``restart=True``
+        discards the whole store and starts over). Experiments new to the suite are added; a
+        stored experiment the suite no longer lists is refused unless ``whole_suite`` is False
+        (``dpbench audit`` prepares the store with its audits only). A new store whose creation
+        fails (e.g. a full disk) is removed again (:meth:`creating`). Call with the store's
+        writer lock held (:mod:`.lock`).
         """
         path = Path(path)
         exists = check_store_path(path)
@@ -256,10 +265,17 @@ class Store:
             shutil.rmtree(path)
             exists = False
         if exists:
+            growth.recover(path)
             root = zarr.open_group(str(path), mode="r+")
             store = cls(path, root)
             store._check_schema()
-            store._check_matches(suite)
+            for name, d in store._check_matches(suite, whole_suite).items():
+                exp = next(e for e in suite.experiments if e.name == name)
+                growth.grow(path, root, name,
+                            lambda g, exp=exp: store._layout_experiment(g, suite, exp),
+                            lambda g, exp=exp: store._mark_initialised(g, suite, exp))
+                store.grown[name] = "; ".join(d.additions)
+            store._arrays.clear()
             return store._prepare_experiments(suite)
         keep_dir = path.is_dir()
         with _new_store_guard(path, keep_dir):
@@ -270,6 +286,21 @@ class Store:
             store = cls(path, root)
             store.created, store._keep_dir = True, keep_dir
             return store._prepare_experiments(suite)
+
+    @classmethod
+    def unchanged_done_cells(cls, path: str | Path, suite: Suite) -> int | None:
+        """The done cells of the store at ``path`` if it holds exactly ``suite``'s experiments
+        with unchanged definitions (what ``--restart`` would discard for nothing), else None."""
+        if not check_store_path(Path(path)):
+            return None
+        store = cls.open(path)
+        if set(store.experiments()) != {e.name for e in suite.experiments}:
+            return None
+        for exp in suite.experiments:
+            info = store.root[exp.name].attrs[EXP_KEY]
+            if info["fingerprint"] != exp.fingerprint(suite.root_seed):
+                return None
+        return sum(store.counts(e.name).done for e in suite.experiments)
 
     def creating(self) -> contextlib.AbstractContextManager[None]:
         """A context for writing the initial layout of the store (groups, arrays, attributes;
@@ -329,25 +360,49 @@ class Store:
                     f"{', '.join(missing)} of schema version {SCHEMA_VERSION}: it is damaged or "
                     "was edited. Re-run its suite into a new --store (or with --restart)")
 
-    def _check_matches(self, suite: Suite) -> None:
-        changed = []
+    def _check_matches(self, suite: Suite, whole_suite: bool) -> dict[str, growth.Diff]:
+        """The stored experiments the suite grows (by name, with their :class:`~.growth.Diff`);
+        :class:`StoreError` naming every experiment and field the suite changes, or the stored
+        experiments it no longer lists, before anything is written."""
+        problems, grows = [], {}
         for exp in suite.experiments:
             if not self._initialised(exp.name):
                 continue
-            stored = self.root[exp.name].attrs[EXP_KEY]["fingerprint"]
-            if stored != exp.fingerprint(suite.root_seed):
-                changed.append(exp.name)
-        if changed:
+            info = self.root[exp.name].attrs[EXP_KEY]
+            if info["fingerprint"] == exp.fingerprint(suite.root_seed):
+                continue
+            d = growth.diff(info.get("definition", {}), exp.definition(suite.root_seed))
+            if d.changes:
+                problems.append(f"experiment {exp.name!r}: " + "; ".join(d.changes))
+            elif d.grows:
+                grows[exp.name] = d
+            else:  # same definition, other fingerprint: a plugin's identity rules changed
+                problems.append(f"experiment {exp.name!r}: its cells' identity changed")
+        if whole_suite:
+            listed = {e.name for e in suite.experiments}
+            gone = [name for name in self.experiments() if name not in listed]
+            if gone:
+                problems.append(f"experiment(s) {', '.join(map(repr, gone))} are in the store "
+                                "but no longer in the suite (put them back in the suite to "
+                                "keep them)")
+        if problems:
             raise StoreError(
-                f"store {str(self.path)!r} was created for a different definition of experiment(s) "
-                f"{', '.join(changed)} (problems, algorithms, parameters, grid, seeds or root_seed "
-                "changed, or a plugin's version did); its results would not match the suite. "
-                "Use a new --store path, or --restart to discard this store and start over")
+                f"store {str(self.path)!r} was created for a different definition: "
+                + "; ".join(problems) + ". Only additions (seeds, grid values, algorithms, "
+                "problems, experiments) resume an existing store; its results would not match "
+                "the suite otherwise. Use a new --store path, or --restart to discard this "
+                "store and start over")
+        return grows
 
     def _create_experiment(self, suite: Suite, exp: Experiment) -> None:
         if exp.name in self.root:  # a creation that crashed half-way: no results in it yet
             del self.root[exp.name]
         g = self.root.create_group(exp.name)
+        self._layout_experiment(g, suite, exp)
+        self._mark_initialised(g, suite, exp)
+
+    def _layout_experiment(self, g: zarr.Group, suite: Suite, exp: Experiment) -> None:
+        """Write an experiment's coordinates, empty cube variables and attributes into ``g``."""
         dims = exp.dims
         coords: dict[str, list[Any]] = {
             "algorithm": [a.label for a in exp.algorithms],
@@ -369,6 +424,10 @@ class Store:
         g.create_array("status", shape=shape, chunks=chunk_shape(shape, STATUS_CHUNK_CELLS),
                        dtype="u1", fill_value=PENDING, dimension_names=list(dims))
         g.attrs.update(self._experiment_attrs(suite, exp))
+
+    @staticmethod
+    def _mark_initialised(g: zarr.Group, suite: Suite, exp: Experiment) -> None:
+        """The last write of an experiment's layout: readers and resumes trust it from here."""
         g.attrs[EXP_KEY] = {"fingerprint": exp.fingerprint(suite.root_seed),
                             "definition": exp.definition(suite.root_seed), "initialised": True,
                             "schema": SCHEMA_VERSION}
