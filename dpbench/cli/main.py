@@ -75,6 +75,20 @@ def _add_run_options(r: argparse.ArgumentParser, restart_help: str) -> None:
                         "reports/<suite name>.html); a run with failed cells reports the done ones")
 
 
+def _add_only(parser: argparse.ArgumentParser) -> None:
+    """``--only``: a slice of the suite or store (:mod:`dpbench.config.selection`)."""
+    parser.add_argument("--only", action="append", default=None, metavar="KEY=VALUE[,VALUE]",
+                        help="restrict to a slice: KEY is experiment, algorithm (a label or a "
+                             "registered name) or problem; repeat for several keys (all must "
+                             "hold); values of one key are alternatives")
+
+
+def _selection(args: argparse.Namespace) -> Any:
+    from ..config.selection import Selection
+
+    return Selection.parse(getattr(args, "only", None))
+
+
 def _build_parser() -> argparse.ArgumentParser:
     p = _Parser(prog="dpbench", description="Benchmark differentially private convex optimisation "
                 "against the rates its papers prove.")
@@ -88,6 +102,7 @@ def _add_commands(sub: Any) -> None:
     """The subcommands (``run`` and ``audit`` share :func:`_add_run_options`)."""
     r = sub.add_parser("run", help="run or resume a suite into a zarr store")
     _add_run_options(r, "discard an existing store whose suite changed and start over")
+    _add_only(r)
 
     au = sub.add_parser("audit", help="run or resume a suite's privacy audits (audits:) into a "
                                       "zarr store; exit 1 on a privacy violation or a missed "
@@ -104,6 +119,7 @@ def _add_commands(sub: Any) -> None:
 
     s = sub.add_parser("status", help="progress of a store")
     s.add_argument("store")
+    _add_only(s)
     s.add_argument("--failures", type=int, default=5, help="show up to N failure messages")
 
     rep = sub.add_parser("report", help="write the HTML report and Markdown summary of a store")
@@ -140,6 +156,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
     from ..store.status import print_tables, results_table
 
     suite = load_suite(args.suite)
+    selection = _selection(args)
     _check_report_dir(args.report)
     if args.restart and not _restart_confirmed(args.store, suite):
         return EXIT_USAGE
@@ -147,9 +164,9 @@ def _cmd_run(args: argparse.Namespace) -> int:
                         scheduler_file=args.scheduler_file, profile=args.cluster,
                         workers=args.workers, backend=args.backend, restart=args.restart,
                         retry_failed=not args.no_retry_failed, progress=not args.quiet,
-                        break_lock=args.break_lock)
+                        break_lock=args.break_lock, selection=selection)
     if not args.quiet:
-        print_tables(*(results_table(args.store, e.name) for e in suite.experiments))
+        print_tables(*(results_table(args.store, name) for name in summary.counts))
     total = {k: sum(getattr(c, k) for c in summary.counts.values())
              for k in ("total", "done", "failed", "not_applicable", "pending")}
     print(f"store: {summary.store}")
@@ -288,9 +305,12 @@ def _cmd_status(args: argparse.Namespace) -> int:
     from ..store.status import print_tables, status_table
 
     store = Store.open(args.store)
-    print_tables(status_table(store))
-    for name in store.experiments():
-        for coords, msg in store.failures(name, args.failures):
+    selection = _selection(args)
+    print_tables(status_table(store, selection))
+    index = store.selection_index()
+    for name in selection.experiments(index):
+        where = selection.mask(store.root[name]["status"].shape, index[name])
+        for coords, msg in store.failures(name, args.failures, where):
             where = ", ".join(f"{k}={v}" for k, v in coords.items())
             print(f"failed [{name}] {where}: {msg}")
     from ..audit.store import AuditStore, audit_names, batch_counts

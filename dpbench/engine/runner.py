@@ -25,6 +25,7 @@ from typing import Any
 
 import numpy as np
 
+from ..config.selection import Selection, suite_masks
 from ..config.suite import Suite
 from ..core.schema import DONE, FAILED, FLOAT_VARS, ChunkResult
 from ..store.cube import Counts, Store, check_store_path
@@ -257,29 +258,32 @@ def run_suite(suite: Suite, store_path: str | Path, *, scheduler: str | None = N
               backend: str = "dask",
               restart: bool = False, retry_failed: bool = True, window: int | None = None,
               progress: bool = True, on_result: Callable[[TaskResult], None] | None = None,
-              break_lock: bool = False) -> RunSummary:
+              break_lock: bool = False, selection: Selection | None = None) -> RunSummary:
     """Run (or resume) ``suite`` into the store at ``store_path``.
 
     The suite is validated and planned before the store is touched. Only cells that are pending
-    (and failed ones, unless ``retry_failed`` is False) are computed. The store's writer lock
-    (:mod:`dpbench.store.lock`) is held from before the store is created to the end;
-    ``break_lock`` breaks a stale one.
+    (and failed ones, unless ``retry_failed`` is False) are computed, and of those only the
+    ``selection``'s (the store is still prepared for the whole suite; the summary counts the
+    selected cells). The store's writer lock (:mod:`dpbench.store.lock`) is held from before
+    the store is created to the end; ``break_lock`` breaks a stale one.
     """
     connection = Connection(backend, workers, scheduler, scheduler_file, profile)
     connection.check()
+    masks = suite_masks(selection, suite) if selection else None
     # Instantiating every cell's problem and algorithm validates parameter combinations that only
     # occur at some grid points, before the store is touched.
-    planned = plan_suite(suite)
+    planned = plan_suite(suite, masks)
     with StoreLock(store_path, f"dpbench run {suite.name}", break_stale=break_lock):
         return _run_locked(suite, store_path, planned, connection, restart=restart,
                            retry_failed=retry_failed, window=window, progress=progress,
-                           on_result=on_result)
+                           on_result=on_result, masks=masks)
 
 
 def _run_locked(suite: Suite, store_path: str | Path, planned: Plan,
                 connection: Connection, *, restart: bool, retry_failed: bool,
                 window: int | None, progress: bool,
-                on_result: Callable[[TaskResult], None] | None) -> RunSummary:
+                on_result: Callable[[TaskResult], None] | None,
+                masks: dict[str, np.ndarray] | None) -> RunSummary:
     resuming = check_store_path(Path(store_path)) and not restart
     with contextlib.ExitStack() as stack:
         opened = None
@@ -289,17 +293,19 @@ def _run_locked(suite: Suite, store_path: str | Path, planned: Plan,
             opened = stack.enter_context(open_backend(connection))
         return _run_prepared(suite, store_path, planned, connection, opened, resuming=resuming,
                              restart=restart, retry_failed=retry_failed, window=window,
-                             progress=progress, on_result=on_result)
+                             progress=progress, on_result=on_result, masks=masks)
 
 
 def _run_prepared(suite: Suite, store_path: str | Path, planned: Plan, connection: Connection,
                   opened: Any, *, resuming: bool, restart: bool, retry_failed: bool,
                   window: int | None, progress: bool,
-                  on_result: Callable[[TaskResult], None] | None) -> RunSummary:
+                  on_result: Callable[[TaskResult], None] | None,
+                  masks: dict[str, np.ndarray] | None) -> RunSummary:
     store = Store.prepare(store_path, suite, restart=restart)
     plan = planned
     if resuming:
         plan = plan_suite(suite, {e.name: store.pending_mask(e.name, retry_failed)
+                                  & (True if masks is None else masks[e.name])
                                   for e in suite.experiments})
     summary = RunSummary(Path(store_path), "none (nothing to compute)", grown=store.grown)
     summary.not_applicable = store.mark_not_applicable(plan.not_applicable)
@@ -316,5 +322,7 @@ def _run_prepared(suite: Suite, store_path: str | Path, planned: Plan, connectio
     drive_tasks(packer.tasks(), store, summary, bar, kind=suite_tasks(suite.cell_memory_mb),
                 write=write, connection=connection, window=window, on_result=on_result,
                 packer=packer, opened=opened)
-    summary.counts = {e.name: store.counts(e.name) for e in suite.experiments}
+    summary.counts = {e.name: store.counts(e.name) if masks is None
+                      else Counts.of(store.status(e.name)[masks[e.name]])
+                      for e in suite.experiments if masks is None or masks[e.name].any()}
     return summary

@@ -491,6 +491,21 @@ class Store:
     def experiments(self) -> list[str]:
         return sorted(name for name, _ in self.root.groups() if self._initialised(name))
 
+    def selection_index(self) -> dict[str, dict[str, tuple[list[str], list[str]]]]:
+        """Per experiment, its algorithm and problem labels with the registered names behind
+        them (what a :class:`~dpbench.config.selection.Selection` matches)."""
+        out = {}
+        for name in self.experiments():
+            attrs = self.root[name].attrs
+            index = {}
+            for kind, key in (("algorithm", "algorithms"), ("problem", "problems")):
+                labels = [str(v) for v in self.root[name][kind][...]]
+                info = attrs.get(key, {})
+                index[kind] = (labels, [str(info.get(label, {}).get(kind, label))
+                                        for label in labels])
+            out[name] = index
+        return out
+
     def status(self, experiment: str) -> np.ndarray:
         return np.asarray(self.root[experiment]["status"][...])
 
@@ -501,11 +516,13 @@ class Store:
         st = self.status(experiment)
         return (st == PENDING) | (st == FAILED) if retry_failed else (st == PENDING)
 
-    def failures(self, experiment: str, limit: int = 20) -> list[tuple[dict[str, Any], str]]:
-        """(coordinates, message) of up to ``limit`` failed cells."""
+    def failures(self, experiment: str, limit: int = 20, where: np.ndarray | bool = True,
+                 ) -> list[tuple[dict[str, Any], str]]:
+        """(coordinates, message) of up to ``limit`` failed cells (among those ``where`` is
+        true: a selection's mask)."""
         g = self.root[experiment]
         st = self.status(experiment)
-        idx = np.argwhere(st == FAILED)[:limit]
+        idx = np.argwhere((st == FAILED) & where)[:limit]
         dims = list(g["status"].metadata.dimension_names or [])
         out = []
         for cell in idx:

@@ -8,20 +8,29 @@ import numpy as np
 from rich.console import Console
 from rich.table import Table
 
+from ..config.selection import Selection
 from ..core.schema import DONE, FAILED, NOT_APPLICABLE, PENDING
 from .cube import Store
 
 
-def status_table(store: Store) -> Table:
-    """Done / failed / not applicable / pending per experiment (and per algorithm)."""
-    t = Table(title=f"dpbench store {store.path}")
+def status_table(store: Store, selection: Selection | None = None) -> Table:
+    """Done / failed / not applicable / pending per experiment (and per algorithm), of the
+    ``selection``'s cells."""
+    selection = selection or Selection()
+    t = Table(title=f"dpbench store {store.path}"
+              + (f" ({selection.describe()})" if selection else ""))
     for col in ("experiment", "algorithm", "cells", "done", "failed", "n/a", "pending"):
         t.add_column(col, justify="left" if col in ("experiment", "algorithm") else "right")
-    for name in store.experiments():
+    index = store.selection_index()
+    selection.check(index)
+    for name in selection.experiments(index):
         st = store.status(name)
-        labels = [str(v) for v in store.root[name]["algorithm"][...]]
+        labels, _ = index[name]["algorithm"]
+        picked = selection.mask(st.shape, index[name])
         for i, label in enumerate(labels):
-            s = st[i]
+            if not picked[i].any():
+                continue
+            s = st[i][picked[i]]
             t.add_row(name, label, str(s.size), str(int((s == DONE).sum())),
                       str(int((s == FAILED).sum())), str(int((s == NOT_APPLICABLE).sum())),
                       str(int((s == PENDING).sum())))

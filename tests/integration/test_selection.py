@@ -1,0 +1,86 @@
+"""``--only``: one slice of a suite or store (issue 18). Deterministic cells: exact checks."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from dpbench.cli.main import main
+from dpbench.config.selection import Selection, SelectionError
+from dpbench.config.suite import parse_suite
+from dpbench.core.schema import DONE, PENDING
+from dpbench.engine.runner import run_suite
+from tests.support.cubes import TINY_SUITE, assert_datasets_identical, open_cube
+
+
+def test_parse_unions_within_a_key_and_refuses_bad_items() -> None:
+    s = Selection.parse(["algorithm=a,b", "algorithm=c", "experiment=e"])
+    assert s.algorithm == {"a", "b", "c"} and s.experiment == {"e"} and s.problem is None
+    assert not Selection.parse(None) and Selection.parse(None).describe() == "everything"
+    for bad in ("algorithm", "seed=1", "problem=", "algorithm=a,,b"):
+        with pytest.raises(SelectionError, match="--only"):
+            Selection.parse([bad])
+
+
+def test_a_run_of_a_slice_computes_only_that_slice_and_resumes_to_the_whole(
+        tmp_path: Path) -> None:
+    suite = parse_suite(TINY_SUITE)
+    store = tmp_path / "s.zarr"
+    part = run_suite(suite, store, workers=0, progress=False,
+                     selection=Selection.parse(["algorithm=noisy_sgd", "problem=lb_quad"]))
+    assert set(part.counts) == {"approx"} and part.complete
+    st = open_cube(store, "approx")["status"]
+    chosen = st.sel(algorithm=["sgd", "sgd_sc"], problem="lb_quad")
+    assert (chosen == DONE).all() and part.computed == chosen.size
+    assert int((st == DONE).sum()) == chosen.size
+    assert (open_cube(store, "pure")["status"] == PENDING).all()
+    rest = run_suite(suite, store, workers=0, progress=False)
+    assert rest.complete and rest.computed > 0
+    run_suite(suite, tmp_path / "ref.zarr", workers=0, progress=False)
+    for e in ("approx", "pure"):
+        assert_datasets_identical(open_cube(store, e), open_cube(tmp_path / "ref.zarr", e),
+                                  ("wall_time_s",), e)
+
+
+def test_an_unknown_value_is_bad_input_before_the_store(tmp_path: Path,
+                                                         capsys: pytest.CaptureFixture) -> None:
+    (tmp_path / "t.yaml").write_text(TINY_SUITE)
+    store = tmp_path / "s.zarr"
+    for only in ("algorithm=noisy_sdg", "experiment=apprx", "problem=logistic,lb_lin,nope"):
+        assert main(["run", str(tmp_path / "t.yaml"), "--store", str(store), "--workers", "0",
+                     "--quiet", "--only", only]) == 2
+        err = capsys.readouterr().err
+        assert "--only" in err and "no such" in err and "Traceback" not in err
+    assert not store.exists()
+    # an experiment filter narrows what the other keys may name
+    assert main(["run", str(tmp_path / "t.yaml"), "--store", str(store), "--workers", "0",
+                 "--quiet", "--only", "experiment=pure", "--only", "algorithm=sgd"]) == 2
+    assert not store.exists()
+
+
+def test_status_of_a_slice(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    (tmp_path / "t.yaml").write_text(TINY_SUITE)
+    store = str(tmp_path / "s.zarr")
+    assert main(["run", str(tmp_path / "t.yaml"), "--store", store, "--workers", "0", "--quiet",
+                 "--only", "experiment=pure"]) == 0
+    capsys.readouterr()
+    assert main(["status", store, "--only", "experiment=pure", "--only", "problem=logistic"]) == 0
+    out = capsys.readouterr().out
+    assert "outpert" in out and "approx" not in out and "problem=logistic" in out
+    # 1 algorithm x 1 problem x 2 n x 2 p x 2 eps x 4 seeds = 32 cells, all done
+    row = next(line for line in out.splitlines() if "outpert" in line)
+    assert [c for c in row.replace("│", " ").split() if c.isdigit()][:2] == ["32", "32"]
+    assert main(["status", store, "--only", "experiment=nope"]) == 2
+
+
+def test_masks_follow_labels_and_names() -> None:
+    suite = parse_suite(TINY_SUITE)
+    from dpbench.config.selection import suite_masks
+
+    masks = suite_masks(Selection.parse(["algorithm=sgd_sc,nonprivate"]), suite)
+    assert masks["approx"][[0, 2]].all() and not masks["approx"][1].any()
+    assert not masks["pure"].any()
+    masks = suite_masks(Selection.parse(["algorithm=output_perturbation"]), suite)
+    assert masks["pure"].all() and not np.any(masks["approx"])
