@@ -6,15 +6,19 @@ Registered when :mod:`dpbench.analysis` is imported (``import dpbench`` alone st
 >>> ds = xr.open_zarr("results/quickstart.zarr", group="lipschitz", consolidated=False)
 >>> ds.dpbench.fit_rates()           # list of RateFit
 >>> ds.dpbench.fits_frame()          # the same as a pandas DataFrame
+>>> ds.dpbench.to_dataframe()        # the cube itself, one row per cell (dpbench export)
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import xarray as xr
 
-from . import compare, rates
+from . import compare, export, rates
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 
 @xr.register_dataset_accessor("dpbench")
@@ -40,3 +44,10 @@ class DpbenchAccessor:
 
     def epsilon_convergence(self) -> list[compare.EpsilonConvergence]:
         return compare.epsilon_convergence(self._ds.load())
+
+    def to_dataframe(self, experiment: str | None = None) -> pd.DataFrame:
+        """This cube as a tidy pandas DataFrame, one row per cell (pending and failed cells
+        included): the columns of ``dpbench export``
+        (:func:`dpbench.analysis.export.experiment_frame`). ``experiment`` overrides the name
+        taken from the cube's attributes."""
+        return export.experiment_frame(self._ds, experiment)
