@@ -238,7 +238,8 @@ def _validate_audit(errs: Errors, path: str, raw: Any, settings: AuditSettings,
         if privacy == "none":
             errs.add(f"{path}.algorithms[{lab}]", f"{nm} is a non-private reference; there is no "
                      "privacy claim to audit (allowed: algorithms with privacy pure or approx)")
-        check_privacy_kind(errs, f"{path}.algorithms[{lab}]", nm, privacy, grid.get("delta", []))
+        check_privacy_kind(errs, f"{path}.algorithms[{lab}]", nm, privacy, grid.get("delta", []),
+                           pure_at_any_delta=False)
     canaries = _canaries(errs, f"{path}.canaries", raw.get("canaries"))
     runs: int | None = settings.runs
     batch: int = settings.batch

@@ -21,9 +21,15 @@ A suite::
           n: [25, 50, 100, 200]
           p: [5]
           epsilon: [1.0]
-          delta: [1.0e-6]
+          delta: [1.0e-6]      # default [0]; > 0 everywhere when an (ε, δ) mechanism is present
           # any other key is an extra axis: a declared parameter of every problem of the
           # experiment, or of at least one algorithm (algorithms that do not declare it ignore it)
+
+Privacy kinds and the ``delta`` axis: an (ε, δ)-DP mechanism needs δ > 0 at every grid point; a
+pure ε-DP mechanism may sit at any δ and runs at δ = 0 there (ε-DP implies (ε, δ)-DP for every
+δ ≥ 0; :func:`dpbench.core.algorithm.mechanism_point`), so its values are the same at every δ and
+one experiment can compare pure and (ε, δ) mechanisms on paired data; non-private references
+ignore ε and δ.
 
 Validation collects every error with the file, the field path and the allowed values; it never
 touches a store.

@@ -272,12 +272,21 @@ def privacy_of(cls: type, params: Mapping[str, Any]) -> str:
 
 
 def check_privacy_kind(errs: Errors, path: str, name: str, privacy: str,
-                       deltas: list[float]) -> None:
-    """A pure mechanism needs delta 0 and an (ε, δ) one delta > 0 at every grid point."""
-    if privacy == "pure" and any(d != 0 for d in deltas):
+                       deltas: list[float], *, pure_at_any_delta: bool = True) -> None:
+    """The rule of privacy kinds against the grid's ``delta`` axis.
+
+    An (ε, δ)-DP mechanism needs δ > 0 at every grid point. A pure ε-DP mechanism runs at δ = 0
+    whatever the grid's δ (:func:`dpbench.core.algorithm.mechanism_point`: ε-DP implies (ε, δ)-DP
+    for every δ ≥ 0), so it may share an experiment, and its δ axis, with (ε, δ) mechanisms;
+    ``pure_at_any_delta=False`` (privacy audits, which test the claim at the grid's own δ)
+    requires δ = 0 for it. Non-private references ignore δ.
+    """
+    if privacy == "pure" and not pure_at_any_delta and any(d != 0 for d in deltas):
         errs.add(path, f"{name} is a pure ε-DP mechanism but grid.delta is {deltas}; allowed: "
-                 "delta: [0]. Put pure and (ε, δ) mechanisms in separate experiments (they see "
-                 "the same data seeds, so comparisons stay paired)")
+                 "delta: [0] (an audit tests a pure mechanism's ε-DP claim at delta = 0; audit "
+                 "pure and (ε, δ) mechanisms in separate audits)")
     if privacy == "approx" and any(d == 0 for d in deltas):
-        errs.add(path, f"{name} is an (ε, δ)-DP mechanism but grid.delta contains 0; allowed: "
-                 "values in (0, 1)")
+        errs.add(path, f"{name} is an (ε, δ)-DP mechanism but grid.delta contains 0 "
+                 f"(grid.delta is {deltas}); allowed: delta values in (0, 1) (an (ε, δ) "
+                 "mechanism needs delta > 0 at every grid point; pure ε-DP mechanisms may sit "
+                 "at any delta, including 0, and run at delta = 0)")

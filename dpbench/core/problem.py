@@ -13,6 +13,9 @@ change. It implements:
 * the declared constants ``lipschitz`` (over the whole data universe, never computed from the data
   set: that would leak), ``strong_convexity`` (per example), ``smoothness`` (``inf`` when non-smooth)
   and the ``constraint`` set (projection, membership, **diameter**);
+* optionally ``data_bounds()``: public bounds on the data universe (:data:`DATA_BOUNDS`: the norm
+  of every feature vector, the size of every label) that mechanisms may calibrate with;
+  :meth:`Problem.constants` publishes them beside L, D, Delta and beta;
 * optionally ``population_excess(theta, p, n)`` when a data law is defined
   (``has_population = True``);
 * optionally ``kernel()`` (compiled loss and gradient), ``__dpbench_tags__()`` (declared
@@ -34,6 +37,20 @@ from .tags import ProblemTags
 
 if TYPE_CHECKING:
     from ..numerics.kernels import LossKernel
+
+
+#: The constants every problem declares (:meth:`Problem.constants`): L (Lipschitz), D
+#: (diameter of C), Delta (per-example strong convexity), beta (per-example smoothness).
+CORE_CONSTANTS: tuple[str, ...] = ("L", "D", "Delta", "beta")
+
+#: The public bounds on the data universe a problem may declare (:meth:`Problem.data_bounds`),
+#: by name, with their meaning (docs/plugins.md, 'Public constants'). A bound holds for every
+#: record of the universe the declared constants are proved over, hence for every generated row.
+DATA_BOUNDS: dict[str, str] = {
+    "data_norm": "a bound on the Euclidean norm ‖x‖₂ of every feature vector (data row) x; "
+                 "math.inf when the universe is unbounded",
+    "label_bound": "a bound on |y| of every label y (labelled problems only)",
+}
 
 
 @dataclass(frozen=True)
@@ -128,10 +145,31 @@ class Problem(Parametrized):
             "D": float(self.constraint.diameter),
         }
 
+    def data_bounds(self) -> dict[str, float]:
+        """Public bounds on the data universe, by name (a subset of :data:`DATA_BOUNDS`).
+
+        ``data_norm`` bounds ‖x‖₂ of every feature vector and ``label_bound`` bounds |y| of every
+        label, over the whole data universe the declared constants are proved over (never
+        computed from a data set: a mechanism may calibrate its noise with them, e.g. the
+        sensitivity 2·data_norm/n of a clipped mean, or diffprivlib's ``data_norm`` for logistic
+        regression, Chaudhuri–Monteleoni–Sarwate 2011, Alg. 1). A name that is absent is not
+        declared (the default declares nothing); ``math.inf`` declares the universe unbounded.
+        :func:`dpbench.testing.check_problem` checks the names, the values and that generated
+        data respect them.
+        """
+        return {}
+
     def constants(self) -> dict[str, float]:
-        """The constants a rate card may refer to: L, D (diameter), Delta, beta."""
+        """The public constants: L, D (diameter), Delta, beta (:data:`CORE_CONSTANTS`), then
+        the declared :meth:`data_bounds`. A rate card may refer to any of them by name."""
         props = self.properties()
-        return {k: props[k] for k in ("L", "D", "Delta", "beta")}
+        out = {k: float(props[k]) for k in CORE_CONSTANTS}
+        for name, value in self.data_bounds().items():
+            if name in out:
+                raise ValueError(f"problem {self.name!r}: data_bounds() declares {name!r}, which "
+                                 f"is one of the core constants {CORE_CONSTANTS}")
+            out[name] = float(value)
+        return out
 
     # --- data and losses ----------------------------------------------------------------------
     def generate(self, n: int, p: int, rng: np.random.Generator) -> Dataset:

@@ -5,10 +5,12 @@ sums, so its n-exponents drop by one here). It carries
 
 * ``expression``: the bound as an arithmetic expression in the grid axes (``n``, ``p``,
   ``epsilon``, ``delta``, any extra axis) and the problem's declared constants (``L`` Lipschitz,
-  ``D`` diameter, ``Delta`` strong convexity, ``beta`` smoothness). Leading constants that the
-  theorem hides in O(.) are set to 1 unless the card says otherwise; analysis compares **slopes**,
-  never levels. Multi-term bounds are written as sums so that the local slope along an axis can be
-  computed by differentiating the log of the expression.
+  ``D`` diameter, ``Delta`` strong convexity, ``beta`` smoothness, and the data bounds
+  ``data_norm``, ``label_bound`` a problem may declare:
+  :meth:`dpbench.core.problem.Problem.constants`). Leading constants that the theorem hides in
+  O(.) are set to 1 unless the card says otherwise; analysis compares **slopes**, never levels.
+  Multi-term bounds are written as sums so that the local slope along an axis can be computed by
+  differentiating the log of the expression.
 * ``exponents``: the leading polynomial exponent per axis (logs ignored), for tables.
 * ``cap``: the trivial maximum of the excess (``L*D`` on the average scale), used to mark the
   capped regime.

@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 from threadpoolctl import threadpool_limits
 
+from ..core.algorithm import mechanism_point
 from ..core.errors import CellTimeout, NotApplicable
 from ..core.params import identity_params
 from ..core.problem import Dataset, Optimum, Problem
@@ -108,18 +109,24 @@ def _instances(chunk: ChunkSpec) -> tuple[Problem, Any]:
 class CellStreams:
     """The identities of a chunk's cells, which differ only in their seed, canonicalised once
     per chunk (:class:`~dpbench.core.seeding.SeedTemplate`): ``data_id(seed)``, the data cache
-    key, the data stream and the mechanism stream, bit-identical to computing each per cell."""
+    key, the data stream and the mechanism stream, bit-identical to computing each per cell.
 
-    def __init__(self, chunk: ChunkSpec) -> None:
+    ``point`` is the grid point as the chunk's mechanism (of privacy kind ``privacy``) runs at it
+    (:func:`~dpbench.core.algorithm.mechanism_point`: δ = 0 for a pure ε-DP mechanism): it keys
+    the mechanism stream and gives the (ε, δ) the mechanism is called with.
+    """
+
+    def __init__(self, chunk: ChunkSpec, privacy: str) -> None:
         n, p = int(chunk.point["n"]), int(chunk.point["p"])
         prob = identity_params(chunk.problem_cls.params, chunk.problem_params)
         algo = identity_params(chunk.algorithm_cls.params, chunk.algorithm_params)
         self._prob, self._n, self._p, self._name = prob, n, p, chunk.problem_name
+        self.point = mechanism_point(privacy, chunk.point)
         self.data = SeedTemplate(self.data_id)
         self.cache = SeedTemplate(lambda s: [self.data_id(s), chunk.root_seed,
                                              chunk.problem_cls.version])
         self.mechanism = SeedTemplate(lambda s: mechanism_identity(
-            chunk.algorithm_name, algo, self.data_id(s), chunk.point))
+            chunk.algorithm_name, algo, self.data_id(s), self.point))
 
     def data_id(self, seed: int) -> dict[str, Any]:
         return data_identity(self._name, self._prob, self._n, self._p, seed)
@@ -136,9 +143,10 @@ def compute_cell(chunk: ChunkSpec, j: int, problem: Problem, algorithm: Any,
     ``streams`` is the chunk's :class:`CellStreams`, shared by its cells.
     """
     n, p = int(chunk.point["n"]), int(chunk.point["p"])
-    eps, delta = float(chunk.point["epsilon"]), float(chunk.point["delta"])
     try:
-        streams = streams if streams is not None else CellStreams(chunk)
+        streams = streams if streams is not None else CellStreams(chunk, algorithm.privacy)
+        # The budget the mechanism runs at: the grid's, but δ = 0 for a pure mechanism.
+        eps, delta = float(streams.point["epsilon"]), float(streams.point["delta"])
         seed = int(chunk.seeds[j])
         data, opt = dataset_and_optimum(problem, streams.data_id(seed), chunk.root_seed, streams)
         rng = streams.mechanism.rng(seed, chunk.root_seed)
@@ -183,7 +191,7 @@ def run_chunk(chunk: ChunkSpec) -> ChunkResult:
     """Compute the requested seeds of one chunk (in this process)."""
     res = _empty_result(chunk)
     problem, algorithm = _instances(chunk)
-    streams = CellStreams(chunk)
+    streams = CellStreams(chunk, algorithm.privacy)
     for j in range(len(chunk.seeds)):
         _record(res, j, compute_cell(chunk, j, problem, algorithm, streams=streams))
     return res
@@ -200,7 +208,9 @@ def _cell_computer(job: tuple[tuple[ChunkSpec, ...], float | None],
         chunk, j = cells[i]
         try:
             if id(chunk) not in instances:
-                instances[id(chunk)] = (*_instances(chunk), CellStreams(chunk))
+                problem, algorithm = _instances(chunk)
+                instances[id(chunk)] = (problem, algorithm,
+                                        CellStreams(chunk, algorithm.privacy))
         except Exception as exc:
             return FAILED, None, _error_text(exc)
         problem, algorithm, streams = instances[id(chunk)]

@@ -105,6 +105,11 @@ class MarginLossProblem(Problem):
     def strong_convexity(self) -> float:
         return self.ridge
 
+    def data_bounds(self) -> dict[str, float]:
+        """‖x‖ = x_norm for every feature vector and labels y ∈ {−1, +1}: the universe L is
+        proved over."""
+        return {"data_norm": float(self.x_norm), "label_bound": 1.0}
+
     def generate(self, n: int, p: int, rng: np.random.Generator) -> Dataset:
         return draw_linear_law(n, p, rng, self.x_norm, self.label_noise)
 

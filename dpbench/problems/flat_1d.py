@@ -97,6 +97,10 @@ class Flat1D(Problem):
         """Compiled −⟨θ, x⟩ + (r/2)‖θ‖² (:func:`dpbench.numerics.kernels.LINEAR`)."""
         return LINEAR(self.ridge)
 
+    def data_bounds(self) -> dict[str, float]:
+        """d ∈ {−1, +1}: |d| = 1."""
+        return {"data_norm": 1.0}
+
     # --- data and losses ----------------------------------------------------------------------
     def tau(self, n: int) -> float:
         """τ(n) = min(1, c/√n), the population mean of d at sample size n."""

@@ -85,6 +85,10 @@ class Hub1D(Problem):
         """L = max|x| = 1 over the universe x, y ∈ [−1, 1]."""
         return 1.0
 
+    def data_bounds(self) -> dict[str, float]:
+        """The universe of BST14 Appendix A: x, y ∈ [−1, 1] (the data sets use x, y = ±1)."""
+        return {"data_norm": 1.0, "label_bound": 1.0}
+
     def generate(self, n: int, p: int, rng: np.random.Generator) -> Dataset:
         """The deterministic data set D1 or D2 (module docstring); draws nothing from ``rng``."""
         if p != 1:

@@ -90,6 +90,10 @@ class KinkSC(Problem):
     def strong_convexity(self) -> float:
         return self.curvature
 
+    def data_bounds(self) -> dict[str, float]:
+        """Every row (d₀ and the ±c padding) has norm ``d0_norm`` (≤ R)."""
+        return {"data_norm": float(self.d0_norm)}
+
     def generate(self, n: int, p: int, rng: np.random.Generator) -> Dataset:
         """Draws, in order: d₀'s direction, then c's direction (module docstring)."""
         d0 = self.d0_norm * random_direction(p, rng)

@@ -67,6 +67,10 @@ class LBLin(Problem):
         """Oracles O1/O2 of docs/bst14.md (ExpMech, NoisySGD) describe this loss and data law."""
         return ProblemTags(closed_form="lb_lin")
 
+    def data_bounds(self) -> dict[str, float]:
+        """Every row of the hard data has norm 1 (the universe {±1/√p}ᵖ, BST14 §5.1)."""
+        return {"data_norm": 1.0}
+
     def generate(self, n: int, p: int, rng: np.random.Generator) -> Dataset:
         data = hard_data(n, p, rng, norm=1.0, signal=self.signal, data=self.data,
                          count=self.signal_count)

@@ -86,6 +86,10 @@ class LBQuad(Problem):
         return ProblemTags(isotropic_quadratic=(self.data_norm, self.radius),
                            closed_form="lb_quad")
 
+    def data_bounds(self) -> dict[str, float]:
+        """Every row has norm ``data_norm`` (the universe {±data_norm/√p}ᵖ, BST14 §5.2)."""
+        return {"data_norm": float(self.data_norm)}
+
     def generate(self, n: int, p: int, rng: np.random.Generator) -> Dataset:
         data = hard_data(n, p, rng, norm=self.data_norm, signal=self.signal, data=self.data,
                          count=self.signal_count)

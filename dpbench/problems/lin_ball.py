@@ -88,6 +88,10 @@ class LinBall(Problem):
     def kernel(self) -> LossKernel:
         return LossKernel(lin_loss, lin_grad, np.zeros(1))
 
+    def data_bounds(self) -> dict[str, float]:
+        """Every row s ∈ {±G/√p}ᵖ has norm G (``scale``)."""
+        return {"data_norm": float(self.scale)}
+
     def _b(self, n: int | None) -> float:
         if not self.hard_sco:
             return self.bias

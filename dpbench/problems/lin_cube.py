@@ -142,6 +142,10 @@ class LinCube(Problem):
     def smoothness(self) -> float:
         return float(self.ridge)
 
+    def data_bounds(self) -> dict[str, float]:
+        """‖d‖₂ ≤ 1 over the universe (GTU's F2 instance; the sign rows have norm exactly 1)."""
+        return {"data_norm": 1.0}
+
     # --- data law -----------------------------------------------------------------------------
     def sign_probabilities(self, p: int) -> np.ndarray:
         """P_j ~ Beta(b, b) from the public ``law_seed`` (data independent, fixed along n)."""

@@ -74,6 +74,10 @@ class LinearRidge(Problem):
     def smoothness(self) -> float:
         return self.ridge
 
+    def data_bounds(self) -> dict[str, float]:
+        """Every row has norm ``data_norm`` (the universe {±data_norm/√p}ᵖ)."""
+        return {"data_norm": float(self.data_norm)}
+
     def mean(self, p: int) -> np.ndarray:
         """The law's mean μ = mean_norm·(1, …, 1)/√p."""
         return np.full(p, self.mean_norm / math.sqrt(p))

@@ -94,6 +94,11 @@ class MeanEst(Problem):
                            closed_form="mean_est")
 
     # --- data and losses ----------------------------------------------------------------------
+    def data_bounds(self) -> dict[str, float]:
+        """Rows μ + r·u have norm ≤ ‖μ‖ + r = mean_norm + spread (the row-norm bound ρ of the
+        ``isotropic_quadratic`` tag; ≤ R)."""
+        return {"data_norm": float(self.mean_norm + self.spread)}
+
     def mean(self, p: int) -> np.ndarray:
         """The population mean μ = mean_norm·e₁ (data independent)."""
         mu = np.zeros(p)

@@ -134,6 +134,11 @@ class EuclideanMedian(Problem):
     def strong_convexity(self) -> float:
         return self.ridge
 
+    def data_bounds(self) -> dict[str, float]:
+        """Rows are projected onto the ball of radius ``data_radius`` (the duplicated rows sit at
+        μ, ‖μ‖ = center_norm ≤ data_radius)."""
+        return {"data_norm": float(self.data_radius)}
+
     def generate(self, n: int, p: int, rng: np.random.Generator) -> Dataset:
         return draw_median_law(n, p, rng, self.center_norm, self.noise, self.data_radius,
                                self.duplicate)

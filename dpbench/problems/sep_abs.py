@@ -163,6 +163,11 @@ class SepAbs(Problem):
     def strong_convexity(self) -> float:
         return self.ridge
 
+    def data_bounds(self) -> dict[str, float]:
+        """No bound: the data are Gaussian and L holds over the whole universe s ∈ Rᵖ (the ℓ₁
+        loss is G-Lipschitz in θ whatever s is), so ``data_norm`` is declared infinite."""
+        return {"data_norm": math.inf}
+
     def kernel(self) -> LossKernel:
         """Compiled loss and subgradient (:func:`sep_abs_loss`, prm = (G, λ))."""
         return LossKernel(sep_abs_loss, sep_abs_grad,

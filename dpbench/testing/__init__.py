@@ -59,6 +59,7 @@ from .problem_checks import (
     KinkActivity,
     check_nonsmooth_active,
     check_problem,
+    check_problem_bounds,
     check_problem_convexity,
     check_problem_data,
     check_problem_declarations,
@@ -78,6 +79,7 @@ __all__ = [
     "KinkActivity", "kink_activity", "check_nonsmooth_active",
     "CheckCase", "check_case", "check_dimension",
     "PROBLEM_CHECKS", "check_problem", "check_problem_declarations", "check_problem_data",
+    "check_problem_bounds",
     "check_problem_lipschitz", "check_problem_convexity", "check_problem_optimum",
     "check_problem_kernel", "check_problem_nonsmooth",
 ]

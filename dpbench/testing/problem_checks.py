@@ -1,5 +1,5 @@
-"""The problem checks of the harness: declarations, data, Lipschitz bound, convexity, certified
-optimum, kernel, active non-smoothness (see :mod:`dpbench.testing`)."""
+"""The problem checks of the harness: declarations, data, declared data bounds, Lipschitz bound,
+convexity, certified optimum, kernel, active non-smoothness (see :mod:`dpbench.testing`)."""
 
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..core.errors import NotApplicable, UserInputError
-from ..core.problem import Dataset, Problem
+from ..core.problem import CORE_CONSTANTS, DATA_BOUNDS, Dataset, Problem
 from ..core.seeding import data_identity, make_rng
 
 
@@ -236,6 +236,78 @@ def check_problem_data(problem: Problem, n: int = 40, p: int | None = None, seed
         f"{problem.name}: the same data stream gave different datasets")
 
 
+#: Dataset sizes and extra seeds the data bounds are checked on (beside the harness's own n and
+#: seed), and the larger dimension tried when the generator accepts it.
+_BOUND_SIZES = (2, 200)
+_BOUND_SEEDS = 3
+_BOUND_DIM = 10
+
+
+def check_problem_bounds(problem: Problem, n: int = 40, p: int | None = None,
+                         seed: int = 0) -> None:
+    """The declared data bounds (:meth:`~dpbench.core.problem.Problem.data_bounds`) are public
+    constants and hold on generated data.
+
+    Declaring a bound is optional; every declared name must be one of
+    :data:`~dpbench.core.problem.DATA_BOUNDS` (``data_norm``, ``label_bound``) with a value ≥ 0
+    (``math.inf``: the universe is unbounded), and :meth:`~dpbench.core.problem.Problem.constants`
+    must publish it beside unchanged L, D, Delta, beta. Then, on n ∈ {2, n, 200} rows of seeds
+    ``seed`` … ``seed + 2`` in dimension p (and p = 10 when the generator accepts it), every
+    feature vector has ‖x‖₂ ≤ ``data_norm`` and every label |y| ≤ ``label_bound`` (to a
+    relative 1e-9); a problem that declares ``label_bound`` must generate labels.
+    """
+    declared = problem.data_bounds()
+    assert isinstance(declared, dict), (
+        f"{problem.name}: data_bounds() must return a dict, got {type(declared).__name__}")
+    allowed = ", ".join(DATA_BOUNDS)
+    for name, value in declared.items():
+        assert name in DATA_BOUNDS, (
+            f"{problem.name}: data_bounds() declares {name!r}; allowed names: {allowed} "
+            "(docs/plugins.md, 'Public constants')")
+        assert isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(
+            value, bool) and float(value) >= 0, (
+            f"{problem.name}: data bound {name} = {value!r} must be a number >= 0 (math.inf: "
+            "unbounded)")
+    consts = problem.constants()
+    props = problem.properties()
+    for name in CORE_CONSTANTS:
+        assert consts.get(name) == float(props[name]), (
+            f"{problem.name}: constants()[{name!r}] = {consts.get(name)!r} differs from the "
+            f"declared property {props[name]!r}")
+    for name, value in declared.items():
+        assert consts.get(name) == float(value), (
+            f"{problem.name}: constants() must publish the data bound {name} = {value!r}, got "
+            f"{consts.get(name)!r}")
+    if not declared:
+        return
+    p, _ = _check_dimension(problem, n, p, seed)
+    dims = [p]
+    try:
+        _data(problem, 2, _BOUND_DIM, seed)
+        dims.append(_BOUND_DIM)
+    except (NotApplicable, UserInputError):
+        pass
+    norm_bound = float(declared.get("data_norm", math.inf))
+    label_bound = declared.get("label_bound")
+    for q in dict.fromkeys(dims):
+        for size in dict.fromkeys((_BOUND_SIZES[0], n, _BOUND_SIZES[1])):
+            for s in range(seed, seed + _BOUND_SEEDS):
+                data = _data(problem, size, q, s)
+                worst = float(np.linalg.norm(data.X, axis=1).max())
+                assert worst <= norm_bound * (1 + 1e-9), (
+                    f"{problem.name}: a generated feature vector has norm {worst:.10g} > "
+                    f"data_norm = {norm_bound:.10g} (n={size}, p={q}, seed={s})")
+                if label_bound is None:
+                    continue
+                assert data.y is not None, (
+                    f"{problem.name}: declares label_bound but generated no labels "
+                    f"(n={size}, p={q}, seed={s})")
+                top = float(np.abs(data.y).max())
+                assert top <= float(label_bound) * (1 + 1e-9), (
+                    f"{problem.name}: a generated label has |y| = {top:.10g} > label_bound = "
+                    f"{float(label_bound):.10g} (n={size}, p={q}, seed={s})")
+
+
 def check_problem_lipschitz(problem: Problem, n: int = 40, p: int | None = None,
                             seed: int = 0) -> None:
     """Every example's gradient has norm ≤ L at data-independent points of C and at θ*."""
@@ -314,7 +386,7 @@ def check_problem_nonsmooth(problem: Problem, n: int = 40, p: int | None = None,
 
 
 PROBLEM_CHECKS: tuple[Callable[..., None], ...] = (
-    check_problem_declarations, check_problem_data, check_problem_lipschitz,
+    check_problem_declarations, check_problem_data, check_problem_bounds, check_problem_lipschitz,
     check_problem_convexity, check_problem_optimum, check_problem_kernel,
     check_problem_nonsmooth,
 )

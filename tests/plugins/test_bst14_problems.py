@@ -157,7 +157,8 @@ def test_registry_and_param_validation() -> None:
     with pytest.raises(UserInputError):
         Hub1D(dataset="D3")
     assert KinkSC(curvature=2.0, radius=0.5).constants() == {"L": 3.0, "D": 1.0, "Delta": 2.0,
-                                                             "beta": math.inf}
+                                                             "beta": math.inf,
+                                                             "data_norm": 0.3}
 
 
 # --------------------------------------------------------------------------------------------------

@@ -115,7 +115,7 @@ def test_lin_cube_factorised_sampler_matches_closed_forms() -> None:
 
 def test_lin_cube_constants_and_optimum() -> None:
     prob = LinCube(ridge=0.5)
-    assert prob.constants() == {"L": 1.5, "D": 2.0, "Delta": 0.5, "beta": 0.5}
+    assert prob.constants() == {"L": 1.5, "D": 2.0, "Delta": 0.5, "beta": 0.5, "data_norm": 1.0}
     data = prob.generate(50, 9, np.random.default_rng(5))
     opt = prob.solve(data)
     gen = np.random.default_rng(6)

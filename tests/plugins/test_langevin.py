@@ -277,7 +277,8 @@ def test_regularized_wrapper() -> None:
 # --- F1 problem ------------------------------------------------------------------------------------
 def test_mean_est_problem() -> None:
     prob = MeanEst(radius=2.0, mean_norm=0.5, spread=1.0)
-    assert prob.constants() == {"L": 4.0, "D": 4.0, "Delta": 1.0, "beta": 1.0}
+    assert prob.constants() == {"L": 4.0, "D": 4.0, "Delta": 1.0, "beta": 1.0,
+                                "data_norm": 1.5}
     data = prob.generate(4000, 6, np.random.default_rng(0))
     assert np.all(np.linalg.norm(data.X, axis=1) <= 2.0 + 1e-12)
     np.testing.assert_allclose(np.linalg.norm(data.X - prob.mean(6), axis=1), 1.0)

@@ -125,16 +125,21 @@ def test_gradient_norms_bounded_by_declared_lipschitz(problem: Problem) -> None:
 
 
 def test_declared_constants() -> None:
-    assert LBLin(radius=0.5).constants() == {"L": 1.0, "D": 1.0, "Delta": 0.0, "beta": 0.0}
-    assert LBQuad().constants() == {"L": 2.0, "D": 2.0, "Delta": 1.0, "beta": 1.0}
+    assert LBLin(radius=0.5).constants() == {"L": 1.0, "D": 1.0, "Delta": 0.0, "beta": 0.0,
+                                             "data_norm": 1.0}
+    assert LBQuad().constants() == {"L": 2.0, "D": 2.0, "Delta": 1.0, "beta": 1.0,
+                                    "data_norm": 1.0}
     hinge = HingeSVM(radius=2.0, x_norm=3.0, ridge=0.5)
-    assert hinge.constants() == {"L": 4.0, "D": 4.0, "Delta": 0.5, "beta": math.inf}
+    assert hinge.constants() == {"L": 4.0, "D": 4.0, "Delta": 0.5, "beta": math.inf,
+                                 "data_norm": 3.0, "label_bound": 1.0}
     # defaults (version 2): R = 3 so that the kink y<θ, x> = 1 lies inside C; L = x_norm, D = 2R
-    assert HingeSVM().constants() == {"L": 1.0, "D": 6.0, "Delta": 0.0, "beta": math.inf}
+    assert HingeSVM().constants() == {"L": 1.0, "D": 6.0, "Delta": 0.0, "beta": math.inf,
+                                      "data_norm": 1.0, "label_bound": 1.0}
     assert HingeSVM(ridge=0.1).lipschitz == pytest.approx(1.0 + 0.1 * 3.0)
     assert HingeSVM.version == "2" and Logistic().radius == 1.0
     logistic = Logistic(radius=2.0, x_norm=3.0, ridge=0.5)
-    assert logistic.constants() == {"L": 4.0, "D": 4.0, "Delta": 0.5, "beta": 9 / 4 + 0.5}
+    assert logistic.constants() == {"L": 4.0, "D": 4.0, "Delta": 0.5, "beta": 9 / 4 + 0.5,
+                                    "data_norm": 3.0, "label_bound": 1.0}
     assert hinge.has_population and logistic.has_population
     assert not LBLin.has_population and math.isnan(LBLin().population_excess(np.zeros(3), 3))
 
@@ -471,3 +476,108 @@ def test_hinge_default_optimum_straddles_the_kink(p: int) -> None:
     margins = data.y * (data.X @ opt.theta)
     assert np.mean(margins > 1 + 1e-9) >= 0.05
     assert np.mean(margins < 1 - 1e-9) >= 0.05
+
+
+# --------------------------------------------------------------------------------------------------
+# (h) public constants: the data bounds an outside mechanism calibrates with (issue 18)
+# --------------------------------------------------------------------------------------------------
+def _shipped() -> list[str]:
+    """The problems dpbench ships (registered third-party plugins are checked by the harness)."""
+    return sorted(name for name, cls in available("problems").items()
+                  if cls.__module__.startswith("dpbench.problems."))
+
+
+#: The data bounds of every shipped problem at its defaults (docs/plugins.md, 'Public constants').
+DEFAULT_BOUNDS: dict[str, dict[str, float]] = {
+    "flat_1d": {"data_norm": 1.0},
+    "hinge_svm": {"data_norm": 1.0, "label_bound": 1.0},
+    "hub_1d": {"data_norm": 1.0, "label_bound": 1.0},
+    "kink_sc": {"data_norm": 0.3},
+    "lb_lin": {"data_norm": 1.0},
+    "lb_quad": {"data_norm": 1.0},
+    "lin_ball": {"data_norm": 1.0},
+    "lin_cube": {"data_norm": 1.0},
+    "linear_ridge": {"data_norm": 1.0},
+    "logistic": {"data_norm": 1.0, "label_bound": 1.0},
+    "mean_est": {"data_norm": 0.75},
+    "median": {"data_norm": 1.0},
+    "sep_abs": {"data_norm": math.inf},         # Gaussian data: documented as unbounded
+}
+
+
+def test_every_shipped_problem_declares_its_bounds() -> None:
+    assert sorted(DEFAULT_BOUNDS) == _shipped(), "a new shipped problem needs its data bounds"
+
+
+@pytest.mark.parametrize("name", sorted(DEFAULT_BOUNDS))
+def test_public_constants_of_shipped_problems(name: str) -> None:
+    from dpbench.core.problem import CORE_CONSTANTS, DATA_BOUNDS
+    from dpbench.testing import check_problem_bounds
+
+    problem = get_problem(name)()
+    consts = problem.constants()
+    props = problem.properties()
+    # the core keys first and unchanged, then exactly the documented bounds
+    assert list(consts)[:4] == list(CORE_CONSTANTS)
+    assert {k: consts[k] for k in CORE_CONSTANTS} == {k: props[k] for k in CORE_CONSTANTS}
+    bounds = {k: v for k, v in consts.items() if k not in CORE_CONSTANTS}
+    assert bounds == DEFAULT_BOUNDS[name] and set(bounds) <= set(DATA_BOUNDS)
+    for key, value in bounds.items():
+        assert value > 0 and (math.isfinite(value) or (name, key) == ("sep_abs", "data_norm"))
+    # a bound on labels is declared exactly by the problems that generate labels
+    labelled = problem.generate(4, 1 if name in ("flat_1d", "hub_1d") else 3,
+                                np.random.default_rng(0)).y is not None
+    assert ("label_bound" in bounds) == labelled
+    check_problem_bounds(problem)
+
+
+@pytest.mark.parametrize("problem, expected", [
+    (LBQuad(radius=2.0, data_norm=0.5), {"data_norm": 0.5}),
+    (Logistic(radius=3.0, x_norm=2.5, ridge=0.1), {"data_norm": 2.5, "label_bound": 1.0}),
+    (HingeSVM(x_norm=0.4), {"data_norm": 0.4, "label_bound": 1.0}),
+    (get_problem("mean_est")(radius=2.0, mean_norm=0.5, spread=1.0), {"data_norm": 1.5}),
+    (get_problem("lin_ball")(scale=3.0, hard_sco=True), {"data_norm": 3.0}),
+    (get_problem("linear_ridge")(data_norm=2.0, mean_norm=0.5), {"data_norm": 2.0}),
+    (get_problem("kink_sc")(radius=1.0, d0_norm=0.8, signal=0.5), {"data_norm": 0.8}),
+    (get_problem("median")(radius=2.0, data_radius=0.5, center_norm=0.25, noise=2.0),
+     {"data_norm": 0.5}),
+], ids=lambda v: getattr(v, "name", ""))
+def test_bounds_follow_the_parameters_and_hold_on_generated_data(
+        problem: Problem, expected: dict[str, float]) -> None:
+    """Non-default parameters (the median's noise pushes most rows onto its projection radius):
+    the bound moves with them and every generated row (several n, p, seeds) respects it."""
+    from dpbench.testing import check_problem_bounds
+
+    assert {k: v for k, v in problem.constants().items() if k in expected} == expected
+    check_problem_bounds(problem)
+    for n, p, seed in ((3, 1, 0), (500, 7, 1), (64, 40, 2)):
+        data = problem.generate(n, p, np.random.default_rng(seed))
+        assert np.linalg.norm(data.X, axis=1).max() <= expected["data_norm"] * (1 + 1e-12)
+
+
+def test_the_constants_table_of_the_docs_lists_every_bound() -> None:
+    """docs/plugins.md's table names, for each data bound, exactly the shipped problems that
+    declare it."""
+    from pathlib import Path
+
+    doc = (Path(__file__).resolve().parents[2] / "docs" / "plugins.md").read_text(encoding="utf-8")
+    shipped = set(_shipped())
+    for key in ("data_norm", "label_bound"):
+        row = next(line for line in doc.splitlines() if line.startswith(f"| `{key}` |"))
+        named = set(row.split("`")[1::2]) & shipped
+        assert named == {n for n, b in DEFAULT_BOUNDS.items() if key in b}, key
+
+
+def test_a_rate_card_may_refer_to_the_data_bounds() -> None:
+    """Rate cards read names from ``constants()``: the data bounds are usable there too; a
+    problem that does not declare a bound the card names gets no curve (KeyError, which the
+    analysis turns into a missing prediction)."""
+    from dpbench.core.ratecard import RateCard
+
+    card = RateCard(expression="data_norm*L/(n*epsilon)", exponents={"n": -1, "epsilon": -1},
+                    citation="test")
+    quad = LBQuad(radius=1.0, data_norm=0.5)
+    assert card.bound(**quad.constants(), n=10, epsilon=2.0) == pytest.approx(0.5 * 1.5 / 20)
+    bare = {k: v for k, v in quad.constants().items() if k != "data_norm"}
+    with pytest.raises(KeyError, match="data_norm"):
+        card.bound(**bare, n=10, epsilon=2.0)
