@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from ..config.selection import Selection
 from ..core.errors import UserInputError
 from ..core.schema import FLOAT_VARS, STATUS_NAMES, VARIABLE_NAMES
 from ..store.cube import Store
@@ -184,9 +185,10 @@ def _stack(frames: Sequence[pd.DataFrame]) -> pd.DataFrame:
     return pd.concat(aligned, ignore_index=True)
 
 
-def store_frame(store: Store | str | Path) -> pd.DataFrame:
-    """Every cell of every experiment of a store, as one tidy table (:func:`experiment_frame`
-    per experiment, stacked in the store's experiment order over the union of the columns).
+def store_frame(store: Store | str | Path, selection: Selection | None = None) -> pd.DataFrame:
+    """Every cell of every experiment of a store (of the ``selection``'s slice), as one tidy
+    table (:func:`experiment_frame` per experiment, stacked in the store's experiment order
+    over the union of the columns).
 
     Pending and failed cells are included; audits (``audit/<name>``) are not experiments and are
     not exported. A path that is not a dpbench store raises
@@ -195,10 +197,14 @@ def store_frame(store: Store | str | Path) -> pd.DataFrame:
     import xarray as xr
 
     store = store if isinstance(store, Store) else Store.open(store)
+    selection = selection or Selection()
+    index = store.selection_index()
+    selection.check(index)
     frames: list[pd.DataFrame] = []
-    for name in store.experiments():
+    for name in selection.experiments(index):
         ds = xr.open_zarr(str(store.path), group=name, consolidated=False, chunks=None)
-        frames.append(experiment_frame(ds[list(VARIABLE_NAMES)], name))
+        ds = ds[list(VARIABLE_NAMES)].isel(selection.positions(index[name]))
+        frames.append(experiment_frame(ds, name))
     return _stack(frames)
 
 

@@ -30,6 +30,9 @@ def add_parser(sub: Any) -> None:
                          "current directory, without the store's .zarr suffix)")
     ex.add_argument("--overwrite", action="store_true", help="replace an existing output file "
                                                              "(refused otherwise)")
+    ex.add_argument("--only", action="append", default=None, metavar="KEY=VALUE[,VALUE]",
+                    help="export a slice: KEY is experiment, algorithm or problem (as for "
+                         "dpbench run --only)")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -44,6 +47,7 @@ def run(args: argparse.Namespace) -> int:
         store_frame,
         write_table,
     )
+    from ..config.selection import Selection
     from ..core.schema import STATUS_NAMES
     from ..store.cube import Store
 
@@ -51,15 +55,18 @@ def run(args: argparse.Namespace) -> int:
     if fmt == "parquet":
         require_parquet()
     store = Store.open(args.store)
+    selection = Selection.parse(args.only)
+    selection.check(store.selection_index())
     target = Path(args.output) if args.output else default_output(store.path, fmt)
     check_output(target, args.overwrite)  # before the store is read: a refusal writes nothing
-    frame = store_frame(store)
+    frame = store_frame(store, selection)
     write_table(frame, target, fmt, overwrite=args.overwrite)
     counts = frame["status"].value_counts() if len(frame) else {}
     by_status = ", ".join(f"{int(counts.get(code, 0))} {name}"
                           for code, name in STATUS_NAMES.items())
-    print(f"export: {target} ({fmt}): {len(frame)} cells of {len(store.experiments())} "
-          f"experiment(s); {by_status}")
+    print(f"export: {target} ({fmt}): {len(frame)} cells of "
+          f"{len(selection.experiments(store.experiments()))} experiment(s)"
+          f"{f' ({selection.describe()})' if selection else ''}; {by_status}")
     if not store.experiments():
         print("note: the store holds no experiments (audits are not exported): the table has "
               "its header only")

@@ -94,6 +94,13 @@ class Selection:
                 there.update(names)
             _require(chosen, there, kind)
 
+    def positions(self, index: Mapping[str, tuple[Sequence[str], Sequence[str]]],
+                  ) -> dict[str, list[int]]:
+        """The selected positions along the ``algorithm`` and ``problem`` axes of an experiment
+        whose (labels, names) are ``index`` (``ds.isel(**positions)`` is the slice)."""
+        return {kind: [i for i, keep in enumerate(self.picks(kind, *index[kind])) if keep]
+                for kind in ("algorithm", "problem")}
+
     def mask(self, shape: Sequence[int],
              index: Mapping[str, tuple[Sequence[str], Sequence[str]]]) -> np.ndarray:
         """The boolean mask of selected cells of an experiment's cube of ``shape`` (algorithm,

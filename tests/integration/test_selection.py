@@ -84,3 +84,22 @@ def test_masks_follow_labels_and_names() -> None:
     assert not masks["pure"].any()
     masks = suite_masks(Selection.parse(["algorithm=output_perturbation"]), suite)
     assert masks["pure"].all() and not np.any(masks["approx"])
+
+
+def test_export_of_a_slice(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    import pandas as pd
+
+    (tmp_path / "t.yaml").write_text(TINY_SUITE)
+    store = str(tmp_path / "s.zarr")
+    assert main(["run", str(tmp_path / "t.yaml"), "--store", store, "--workers", "0", "--quiet",
+                 "--only", "experiment=approx"]) == 0
+    out = tmp_path / "x.csv"
+    assert main(["export", store, "--output", str(out), "--only", "algorithm=noisy_sgd",
+                 "--only", "problem=lb_quad"]) == 0
+    table = pd.read_csv(out)
+    assert set(table["experiment"]) == {"approx"} and set(table["problem"]) == {"lb_quad"}
+    assert set(table["algorithm"]) == {"sgd", "sgd_sc"} and len(table) == 2 * 3 * 4
+    assert (table["status_name"] == "done").all()
+    assert main(["export", store, "--output", str(tmp_path / "y.csv"), "--only",
+                 "problem=nope"]) == 2
+    assert not (tmp_path / "y.csv").exists()
