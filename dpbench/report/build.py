@@ -60,16 +60,28 @@ from ..store.writable import (
 )
 from . import sections
 from .figures import (
+    DPI,
     PALETTE,
     Curve,
+    Panel,
     RatePanel,
     axis_symbol,
     data_uri,
+    duration_text,
     estimate_text,
     fixed_text,
+    has_signal,
     num,
     png_bytes,
     slope_text,
+)
+from .overview import (
+    COST_VARIABLES,
+    ProblemLeaders,
+    combo_note,
+    cost_panels,
+    overlay_panels,
+    problem_leaders,
 )
 
 #: Analysis settings of the report (passed explicitly, so the Methods section states what ran).
@@ -81,10 +93,7 @@ COLLAPSE_TOLERANCE = 0.15
 FIT_SEED = 0
 #: The cube variables the report reads (the others are not loaded: a large cube loads faster).
 REPORT_VARIABLES = ("excess_risk", "optimum_gap", "trivial_excess_risk", "oracle_excess_risk",
-                    "status", "error")
-#: Exclusion codes (:attr:`RateFit.exclusion`) meaning "no signal above round-off": an algorithm
-#: with only such points (the non-private reference) is named, not drawn.
-NO_SIGNAL_CODES = ("nonpositive", "floor")
+                    *COST_VARIABLES, "status", "error")
 #: At most this many combinations of the other axes get a figure each; beyond, only the first.
 MAX_COMBOS = 4
 
@@ -137,6 +146,9 @@ class FigureEntry:
     uri: str
     alt: str
     caption: list[str]
+    width: int = 720
+    height: int = 420
+    anchor: str = ""
 
 
 @dataclass
@@ -192,10 +204,21 @@ class ExperimentSection:
     cells: list[CellGroup] = field(default_factory=list)
     missing: list[str] = field(default_factory=list)
     expectations: list[ExpectationCheck] = field(default_factory=list)
+    overlays: list[FigureEntry] = field(default_factory=list)
+    overlay_notes: list[str] = field(default_factory=list)
+    costs: list[FigureEntry] = field(default_factory=list)
+    cost_notes: list[str] = field(default_factory=list)
+    leaders: list[ProblemLeaders] = field(default_factory=list)
 
     @property
     def incomplete(self) -> bool:
         return self.counts.pending + self.counts.failed > 0
+
+    @property
+    def outcomes(self) -> dict[str, int]:
+        """How many declared expected rates agree, disagree, are inconclusive or missing."""
+        return {o: sum(c.outcome == o for c in self.expectations)
+                for o in ("agrees", "disagrees", "inconclusive", "missing")}
 
 
 # --- helpers ----------------------------------------------------------------------------------
@@ -263,11 +286,6 @@ def _seed_points(ds: xr.Dataset, fit: RateFit) -> tuple[np.ndarray, np.ndarray]:
     return x[done], er[done]
 
 
-def _has_signal(fit: RateFit) -> bool:
-    """True if some point has a positive mean above the optimisation floor (worth a log plot)."""
-    return any(m > 0 and code not in NO_SIGNAL_CODES for m, code in zip(fit.mean, fit.exclusion))
-
-
 def _not_drawn_reason(ds: xr.Dataset, fit: RateFit) -> str:
     why = (f"{fit.algorithm} — mean excess ≤ 0 or below the optimisation floor (round-off of "
            "the certified optimum) at every point")
@@ -293,14 +311,6 @@ def _panel_groups(fits: Sequence[RateFit], problems: Sequence[str], axes: Sequen
     return out
 
 
-def _combo_note(axis: str, combos: Sequence[dict[str, Any]]) -> str:
-    swept = [k for k in combos[0] if any(c[k] != combos[0][k] for c in combos)]
-    return (f"{len(combos)} combinations of the other swept axes "
-            f"({', '.join(axis_symbol(k) for k in swept)}) exist; only the first value of each "
-            f"({fixed_text(combos[0])}) is plotted along {axis_symbol(axis)}. Every combination "
-            "is fitted in the rate-card table.")
-
-
 def _panels(ds: xr.Dataset, fits: Sequence[RateFit]) -> tuple[list[RatePanel], list[str]]:
     """The panels to draw, and notes on (problem, axis) pairs with combinations left undrawn."""
     algs = [str(a) for a in ds.algorithm.values]
@@ -308,13 +318,13 @@ def _panels(ds: xr.Dataset, fits: Sequence[RateFit]) -> tuple[list[RatePanel], l
     panels, notes = [], []
     for prob, axis, combos, group in _panel_groups(fits, [str(p) for p in ds.problem.values],
                                                    sweep_axes(ds)):
-        note = _combo_note(axis, combos) if len(combos) > MAX_COMBOS else ""
+        note = combo_note(axis, combos) if len(combos) > MAX_COMBOS else ""
         empty: list[str] = []
         reasons: list[str] = []
         for fixed in (combos[:1] if note else combos):
             curves, not_drawn = [], []
             for f in (g for g in group if g.fixed == fixed):
-                if not _has_signal(f):
+                if not has_signal(f):
                     not_drawn.append(_not_drawn_reason(ds, f))
                     continue
                 sx, sy = _seed_points(ds, f)
@@ -333,11 +343,12 @@ def _panels(ds: xr.Dataset, fits: Sequence[RateFit]) -> tuple[list[RatePanel], l
     return panels, notes
 
 
-def _figure_entry(panel: RatePanel) -> FigureEntry:
+def _figure_entry(panel: Panel, anchor: str = "") -> FigureEntry:
+    """A panel drawn and embedded as a PNG, with its alt text and caption."""
     fig = panel.figure()
-    uri = data_uri(png_bytes(fig))
-    alt = f"{panel.title()} ({fixed_text(panel.fixed)})" if panel.fixed else panel.title()
-    return FigureEntry(panel.title(), uri, alt, panel.caption())
+    width, height = (round(v * DPI) for v in fig.get_size_inches())
+    return FigureEntry(panel.title(), data_uri(png_bytes(fig)), panel.alt(), panel.caption(),
+                       width, height, anchor)
 
 
 # --- comparisons and cells ----------------------------------------------------------------------
@@ -469,6 +480,11 @@ def experiment_section(store: Store, name: str, *, n_resamples: int = 2000,
                                         allow_incomplete=allow_incomplete))
     panels, sec.figure_notes = _panels(ds, fits)
     sec.figures = [_figure_entry(p) for p in panels]
+    overlays, sec.overlay_notes = overlay_panels(ds, fits, level=LEVEL)
+    sec.overlays = [_figure_entry(p, f"overlay-{name}-{p.problem}") for p in overlays]
+    costs, sec.cost_notes = cost_panels(ds)
+    sec.costs = [_figure_entry(p, f"cost-{name}-{p.axis}") for p in costs]
+    sec.leaders = problem_leaders(ds)
     return sec
 
 
@@ -557,7 +573,7 @@ def environment() -> Environment:
                       undefined=StrictUndefined, trim_blocks=True, lstrip_blocks=True,
                       keep_trailing_newline=True)
     env.filters.update(num=num, slope=slope_text, estimate=estimate_text, expect_summary=summary_line,
-                       fixed=fixed_text, sym=axis_symbol, md=md_cell)
+                       fixed=fixed_text, sym=axis_symbol, md=md_cell, duration=duration_text)
     return env
 
 

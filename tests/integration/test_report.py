@@ -27,7 +27,8 @@ from dpbench.report.build import environment
 from dpbench.report.sections import Section
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
-SECTIONS = ("provenance", "rate-cards", "figures", "comparisons", "cells", "methods")
+SECTIONS = ("provenance", "summary", "rate-cards", "figures", "overlay", "cost", "comparisons",
+            "cells", "methods")
 
 # Cheap cells only: NoisySGD with the paper's closed-form σ (the RDP accountant's calibration
 # costs seconds), output perturbation, and the non-private reference. hinge_svm is merely convex,
@@ -72,6 +73,7 @@ experiments:
 
 @dataclass
 class Figure:
+    id: str = ""
     imgs: list[str] = field(default_factory=list)
     caption: str = ""
 
@@ -97,7 +99,7 @@ class ReportParser(HTMLParser):
             if a.get(key):
                 self.refs.append(str(a[key]))
         if tag == "figure":
-            self.figures.append(Figure())
+            self.figures.append(Figure(str(a.get("id", ""))))
         elif tag == "img":
             self.imgs.append(str(a.get("src", "")))
             if self.figures:
@@ -170,22 +172,23 @@ def test_no_external_resources(report: tuple[Path, Path]) -> None:
 def test_every_figure_has_one_image_and_a_caption(report: tuple[Path, Path]) -> None:
     p = parse(report[0].read_text(encoding="utf-8"))
     assert p.figures and sum(len(f.imgs) for f in p.figures) == len(p.imgs)
-    for f in p.figures:
-        assert len(f.imgs) == 1
+    assert all(len(f.imgs) == 1 and f.id and f.caption.strip() for f in p.figures)
+    rate_figures = [f for f in p.figures if f.id.startswith("figure-")]
+    for f in rate_figures:
         caption = " ".join(f.caption.split())
         # generated from metadata: the problem, the axis, the normalisation, the slopes
         assert caption.startswith("Figure ")
         assert "Mean excess empirical risk" in caption and "Normalisation: average" in caption
         assert re.search(r"seeds per point", caption)
         assert re.search(r"fitted slope|no fitted slope", caption)
-    captions = " ".join(" ".join(f.caption.split()) for f in p.figures)
+    captions = " ".join(" ".join(f.caption.split()) for f in rate_figures)
     # the non-private reference is not drawn but is named; capped points are explained
     assert "Not drawn: nonprivate" in captions and "non-private reference" in captions
     assert "Excluded: n=" in captions and "capped" in captions
     # the ε sweep of the pure experiment gets figures too; its n sweep, at five ε values, only one
     assert "against ε" in captions
     assert "5 combinations of the other swept axes (ε) exist; only the first value" in captions
-    assert len(p.figures) == 2 + 1 + 3     # approx: lb_lin, lb_quad vs n; pure: vs n, vs ε at 3 n
+    assert len(rate_figures) == 2 + 1 + 3  # approx: lb_lin, lb_quad vs n; pure: vs n, vs ε at 3 n
 
 
 def test_expected_sections_and_content(report: tuple[Path, Path]) -> None:
@@ -242,7 +245,8 @@ def test_every_section_has_markup_and_a_unique_anchor() -> None:
         assert env.autoescape(s.html_template) and env.autoescape(s.nav_template), s.name
         assert env.autoescape(s.markdown_template) is False, s.name
     # an empty Markdown fragment leaves a section out of the summary
-    assert {s.name for s in report_sections.SECTIONS if not s.markdown} == {"figures", "methods"}
+    assert {s.name for s in report_sections.SECTIONS if not s.markdown} == {
+        "figures", "overlay", "cost", "methods"}
 
 
 DUMMY = Section(

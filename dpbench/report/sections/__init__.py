@@ -8,13 +8,27 @@ See docs/architecture.md, "Where to add things".
 
 from __future__ import annotations
 
-from . import cells, comparisons, expected_rates, figures, methods, privacy_audit, rate_cards
+from . import (
+    cells,
+    comparisons,
+    cost,
+    expected_rates,
+    figures,
+    methods,
+    overlay,
+    privacy_audit,
+    rate_cards,
+    summary,
+)
 from .section import Section
 
 SECTIONS: tuple[Section, ...] = (
+    summary.SECTION,
     expected_rates.SECTION,
     rate_cards.SECTION,
     figures.SECTION,
+    overlay.SECTION,
+    cost.SECTION,
     comparisons.SECTION,
     cells.SECTION,
     privacy_audit.SECTION,

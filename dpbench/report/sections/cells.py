@@ -11,7 +11,7 @@ from .section import Section
 
 HTML = """\
 <section id="cells">
-<h2>4. Failed and not-applicable cells</h2>
+<h2>6. Failed and not-applicable cells</h2>
 {% for e in experiments %}
 <h3 id="cells-{{ e.name }}">{{ e.name }}</h3>
 <p>{{ e.counts.failed }} failed, {{ e.counts.not_applicable }} not applicable, {{ e.counts.pending }} pending of {{ e.counts.total }} cells.</p>

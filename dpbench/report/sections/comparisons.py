@@ -10,7 +10,7 @@ from .section import Section
 
 HTML = """\
 <section id="comparisons">
-<h2>3. Comparisons</h2>
+<h2>5. Comparisons</h2>
 {% for e in experiments %}
 <h3 id="comparisons-{{ e.name }}">{{ e.name }}</h3>
 <h4>Paired comparisons</h4>

@@ -18,14 +18,9 @@ HTML = """\
 <h3 id="figures-{{ e.name }}">{{ e.name }}</h3>
 {% for fig in e.figures %}
 {% set fig_counter.n = fig_counter.n + 1 %}
-<figure id="figure-{{ fig_counter.n }}">
-<img src="{{ fig.uri }}" alt="{{ fig.alt }}" width="720" height="420">
-<figcaption>
-{% for line in fig.caption %}
-<p>{% if loop.first %}<span class="figno">Figure {{ fig_counter.n }}.</span> {% endif %}{{ line }}</p>
-{% endfor %}
-</figcaption>
-</figure>
+{% with figure_id = "figure-%d" % fig_counter.n, figno = "Figure %d." % fig_counter.n %}
+{% include "figure.html.j2" %}
+{% endwith %}
 {% else %}
 <p>No figure: no algorithm has a positive mean excess along a swept axis.</p>
 {% endfor %}

@@ -10,7 +10,7 @@ from .section import Section
 
 HTML = """\
 <section id="methods">
-<h2>5. Methods</h2>
+<h2>7. Methods</h2>
 <ul>
   <li><strong>Excess risk.</strong> Every cell records L̄(θ̂) − L̄(θ*), the excess of the average empirical loss (1/n)·Σℓ over a <em>certified</em> optimum θ* (the cube's <code>optimum_gap</code> bounds L̄(θ*) − min L̄). Rate cards state bounds on the same average scale (BST14's sum-scale bounds divided by n); their hidden constants are set to 1, so only slopes are compared, never levels.</li>
   <li><strong>Estimand.</strong> The mean excess over seeds at each grid point (aggregated before taking logs: the estimand is E[excess]; a mean of logs would be another estimand and undefined for non-positive Monte Carlo excesses).</li>

@@ -25,6 +25,8 @@ class Section:
     autoescaped. A section shown only in some reports wraps its markup and its ``nav`` entry in
     the same condition, so both render empty when it is absent. An empty ``markdown`` leaves the
     section out of the Markdown summary, which puts ``markdown_last`` sections after the others.
+    A ``top`` section is rendered at the top of both outputs, under the title and the incomplete
+    store's banner and before the provenance, rather than after it.
     """
 
     name: str
@@ -36,6 +38,7 @@ class Section:
     nav: str = DEFAULT_NAV
     context: ContextFunction | None = None
     markdown_last: bool = False
+    top: bool = False
 
     @property
     def html_template(self) -> str:
