@@ -132,12 +132,14 @@ def _add_commands(sub: Any) -> None:
                      help="report a store with pending or failed cells (the report lists them)")
     rep.add_argument("--overwrite", action="store_true",
                      help="replace output files that dpbench did not write (refused otherwise)")
+    _add_only(rep)
 
     chk = sub.add_parser("check", help="check the suite's expected rates (expect:) against the "
                                        "fitted slopes; exit 1 unless every one agrees")
     chk.add_argument("store", help="a dpbench store")
     chk.add_argument("--allow-incomplete", action="store_true",
                      help="check a store with pending or failed cells")
+    _add_only(chk)
 
     pr = sub.add_parser("profile", help="validate a cluster profile and show what it would start "
                                         "(job script / Kubernetes manifest) without starting it")
@@ -339,14 +341,15 @@ def _check_report_dir(report: str | None) -> None:
 
 
 def _write_report(store: str, output: str | None, allow_incomplete: bool,
-                  overwrite: bool = False, option: str = "--output") -> None:
+                  overwrite: bool = False, option: str = "--output", selection: Any = None,
+                  ) -> None:
     from ..analysis.expectations import summary_line
     from ..report import default_output
     from ..report.build import check_output, render_report, report_context
 
-    target = Path(output) if output is not None else default_output(store)
+    target = Path(output) if output is not None else default_output(store, selection)
     check_output(target, overwrite, option)  # before any work: a refusal writes nothing
-    context = report_context(store, allow_incomplete=allow_incomplete)
+    context = report_context(store, allow_incomplete=allow_incomplete, selection=selection)
     checks = [c for e in context["experiments"] for c in e.expectations]
     html, md = render_report(context, target, overwrite=overwrite, option=option)
     print(summary_line(checks) if checks else "no expected rates declared (expect:): the report "
@@ -355,7 +358,8 @@ def _write_report(store: str, output: str | None, allow_incomplete: bool,
 
 
 def _cmd_report(args: argparse.Namespace) -> int:
-    _write_report(args.store, args.output, args.allow_incomplete, args.overwrite)
+    _write_report(args.store, args.output, args.allow_incomplete, args.overwrite,
+                  selection=_selection(args))
     return EXIT_OK
 
 
@@ -364,9 +368,14 @@ def _cmd_check(args: argparse.Namespace) -> int:
     from ..report.build import store_expectations
     from ..report.figures import estimate_text, fixed_text
 
-    checks = store_expectations(args.store, allow_incomplete=args.allow_incomplete)
+    selection = _selection(args)
+    checks = store_expectations(args.store, allow_incomplete=args.allow_incomplete,
+                                selection=selection)
     if not checks:
-        print(f"{args.store}: the suite declares no expected rates (expect:); nothing to check")
+        print(f"{args.store}: " + (f"no expected rate (expect:) is about the slice "
+                                   f"{selection.describe()}" if selection else
+                                   "the suite declares no expected rates (expect:)")
+              + "; nothing to check")
         return EXIT_OK
     print(summary_line(checks))
     print("agrees only when the whole 95% CI of the slope lies inside the band; resolution: the "

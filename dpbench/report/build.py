@@ -48,6 +48,7 @@ from ..analysis import (
 )
 from ..analysis.expectations import summary_line
 from ..analysis.rates import MIN_POINTS
+from ..config.selection import Selection
 from ..core.errors import UserInputError
 from ..core.schema import DONE, FAILED, NOT_APPLICABLE
 from ..store.cube import ROOT_KEY, Counts, Store
@@ -407,11 +408,37 @@ def _missing(name: str, counts: Counts, fits: Iterable[RateFit]) -> list[str]:
 
 # --- experiments ------------------------------------------------------------------------------
 
-def experiment_fits(store: Store, name: str, *, n_resamples: int = 2000,
-                    allow_incomplete: bool = False) -> tuple[xr.Dataset, list[RateFit]]:
-    """An experiment's cube (the variables the report reads) and its rate fits, with the report's
-    analysis settings (the Methods section states them)."""
+def _open_slice(store: Store, name: str, selection: Selection | None) -> xr.Dataset:
+    """An experiment's cube, cut to the ``selection``'s algorithms and problems (lazy)."""
     ds = xr.open_zarr(str(store.path), group=name, consolidated=False, chunks=None)
+    if selection:
+        ds = ds.isel(selection.positions(store.selection_index()[name]))
+    return ds
+
+
+def _counts(store: Store, name: str, selection: Selection | None) -> Counts:
+    if not selection:
+        return store.counts(name)
+    status = store.status(name)
+    return Counts.of(status[selection.mask(status.shape, store.selection_index()[name])])
+
+
+def _names(store: Store, selection: Selection | None) -> list[str]:
+    """The store's experiments in the ``selection`` (checked: a value matching nothing is bad
+    input)."""
+    if not selection:
+        return store.experiments()
+    index = store.selection_index()
+    selection.check(index)
+    return selection.experiments(index)
+
+
+def experiment_fits(store: Store, name: str, *, n_resamples: int = 2000,
+                    allow_incomplete: bool = False, selection: Selection | None = None,
+                    ) -> tuple[xr.Dataset, list[RateFit]]:
+    """An experiment's cube (the variables the report reads; the ``selection``'s slice) and its
+    rate fits, with the report's analysis settings (the Methods section states them)."""
+    ds = _open_slice(store, name, selection)
     ds = ds[[v for v in REPORT_VARIABLES if v in ds]].load()
     fits = fit_rates(ds, allow_incomplete=allow_incomplete, tolerance=DEFAULT_TOLERANCE,
                      level=LEVEL, n_resamples=n_resamples, cap_fraction=CAP_FRACTION,
@@ -420,16 +447,20 @@ def experiment_fits(store: Store, name: str, *, n_resamples: int = 2000,
 
 
 def expectation_checks(store: Store, name: str, ds: xr.Dataset, fits: Sequence[RateFit], *,
-                       n_resamples: int = 2000,
-                       allow_incomplete: bool = False) -> list[ExpectationCheck]:
+                       n_resamples: int = 2000, allow_incomplete: bool = False,
+                       selection: Selection | None = None) -> list[ExpectationCheck]:
     """An experiment's declared expectations checked: those naming another cube variable
     (``variable:``, e.g. ``population_excess_risk`` or ``func_queries``) get fits of that variable
     along their axes, with the report's analysis settings."""
     declared = ds.attrs.get("expectations", [])
+    if selection:  # the expectations about the slice's algorithms and problems
+        present = ({str(v) for v in ds.algorithm.values}, {str(v) for v in ds.problem.values})
+        declared = [e for e in declared
+                    if str(e["algorithm"]) in present[0] and str(e["problem"]) in present[1]]
     extra: list[RateFit] = []
     wanted = sorted({str(e.get("variable", "excess_risk")) for e in declared} - {"excess_risk"})
     if wanted:
-        full = xr.open_zarr(str(store.path), group=name, consolidated=False, chunks=None)
+        full = _open_slice(store, name, selection)
         for var in (v for v in wanted if v in full):
             sub = full[[v for v in (*REPORT_VARIABLES, var) if v in full]].load()
             axes = sorted({str(e["axis"]) for e in declared
@@ -441,28 +472,33 @@ def expectation_checks(store: Store, name: str, ds: xr.Dataset, fits: Sequence[R
 
 
 def store_expectations(store_path: str | Path, *, n_resamples: int = 2000,
-                       allow_incomplete: bool = False) -> list[ExpectationCheck]:
-    """Every experiment's declared expected rates checked against its fits (``dpbench check``)."""
+                       allow_incomplete: bool = False,
+                       selection: Selection | None = None) -> list[ExpectationCheck]:
+    """Every experiment's declared expected rates checked against its fits (``dpbench check``);
+    with a ``selection``, those about its slice."""
     store = Store.open(store_path)
+    names = _names(store, selection)
     if not allow_incomplete:
-        _check_complete(store)
+        _check_complete(store, names, selection)
     out: list[ExpectationCheck] = []
-    for name in store.experiments():
+    for name in names:
         ds, fits = experiment_fits(store, name, n_resamples=n_resamples,
-                                   allow_incomplete=allow_incomplete)
+                                   allow_incomplete=allow_incomplete, selection=selection)
         out.extend(expectation_checks(store, name, ds, fits, n_resamples=n_resamples,
-                                      allow_incomplete=allow_incomplete))
+                                      allow_incomplete=allow_incomplete, selection=selection))
     return out
 
 
 def experiment_section(store: Store, name: str, *, n_resamples: int = 2000,
-                       allow_incomplete: bool = False) -> ExperimentSection:
-    """Everything the report shows about one experiment (fits, figures, comparisons, cells)."""
+                       allow_incomplete: bool = False,
+                       selection: Selection | None = None) -> ExperimentSection:
+    """Everything the report shows about one experiment (fits, figures, comparisons, cells; of
+    the ``selection``'s slice)."""
     ds, fits = experiment_fits(store, name, n_resamples=n_resamples,
-                               allow_incomplete=allow_incomplete)
+                               allow_incomplete=allow_incomplete, selection=selection)
     cards, refs = _cards(ds)
     carded = {c.label for c in cards}
-    counts = store.counts(name)
+    counts = _counts(store, name, selection)
     comparisons = paired_comparisons(ds, alpha=ALPHA)
     sec = ExperimentSection(
         name=name, description=str(ds.attrs.get("description", "")).strip(),
@@ -477,7 +513,7 @@ def experiment_section(store: Store, name: str, *, n_resamples: int = 2000,
         convergence=epsilon_convergence(ds), cells=_cell_groups(ds),
         missing=_missing(name, counts, fits),
         expectations=expectation_checks(store, name, ds, fits, n_resamples=n_resamples,
-                                        allow_incomplete=allow_incomplete))
+                                        allow_incomplete=allow_incomplete, selection=selection))
     panels, sec.figure_notes = _panels(ds, fits)
     sec.figures = [_figure_entry(p) for p in panels]
     overlays, sec.overlay_notes = overlay_panels(ds, fits, level=LEVEL)
@@ -488,11 +524,13 @@ def experiment_section(store: Store, name: str, *, n_resamples: int = 2000,
     return sec
 
 
-def _check_complete(store: Store) -> None:
-    """UserInputError naming the incomplete experiments (the report needs complete cubes)."""
+def _check_complete(store: Store, names: Sequence[str] | None = None,
+                    selection: Selection | None = None) -> None:
+    """UserInputError naming the incomplete experiments (the report needs complete cubes; with
+    a ``selection``, complete slices)."""
     bad = []
-    for name in store.experiments():
-        c = store.counts(name)
+    for name in store.experiments() if names is None else names:
+        c = _counts(store, name, selection)
         if c.pending or c.failed:
             bad.append(f"{name}: {c.pending} pending, {c.failed} failed of {c.total} cells")
     if bad:
@@ -593,13 +631,17 @@ def safe_file_stem(name: Any, fallback: str = "report") -> str:
     return text if ok else fallback
 
 
-def default_output(store_path: str | Path) -> Path:
+def default_output(store_path: str | Path, selection: Selection | None = None) -> Path:
     """``reports/<suite name>.html`` for a store (relative to the working directory); the suite
     name read from the store is used only if it is a safe file stem (:func:`safe_file_stem`),
-    else the store directory's name, else ``report``."""
+    else the store directory's name, else ``report``. The report of a slice (``--only``) is
+    ``reports/<suite name>.only-<values>.html``, never the whole store's file."""
     meta = dict(Store.open(store_path).root.attrs[ROOT_KEY])
     stem = safe_file_stem(meta.get("suite_name"),
                           safe_file_stem(Path(store_path).resolve().name.removesuffix(".zarr")))
+    if selection:
+        values = re.sub(r"[^A-Za-z0-9_-]+", "_", selection.describe())[:60]
+        stem = safe_file_stem(f"{stem}.only-{values}", f"{stem}.only")
     return Path("reports") / f"{stem}.html"
 
 
@@ -630,17 +672,22 @@ def check_output(html_path: Path, overwrite: bool = False, option: str = "--outp
 
 
 def report_context(store_path: str | Path, *, n_resamples: int = 2000,
-                   allow_incomplete: bool = False) -> dict[str, Any]:
+                   allow_incomplete: bool = False,
+                   selection: Selection | None = None) -> dict[str, Any]:
     """Everything the templates show, computed from the store (see :func:`build_report`): the
-    entries shared by the page and its sections, then what each registered section adds."""
+    entries shared by the page and its sections, then what each registered section adds. With
+    a ``selection``, the report is of that slice and says so under its title."""
     store = Store.open(store_path)
+    names = _names(store, selection)
     if not allow_incomplete:
-        _check_complete(store)
+        _check_complete(store, names, selection)
     experiments = [experiment_section(store, name, n_resamples=n_resamples,
-                                      allow_incomplete=allow_incomplete)
-                   for name in store.experiments()]
+                                      allow_incomplete=allow_incomplete, selection=selection)
+                   for name in names]
+    prov = _provenance(store, store_path)
+    prov["slice"] = selection.describe() if selection else ""
     shared = {
-        "prov": _provenance(store, store_path),
+        "prov": prov,
         "experiments": experiments,
         "checks": [c for e in experiments for c in e.expectations],
         "methods": _methods(n_resamples),

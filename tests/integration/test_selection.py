@@ -103,3 +103,47 @@ def test_export_of_a_slice(tmp_path: Path, capsys: pytest.CaptureFixture) -> Non
     assert main(["export", store, "--output", str(tmp_path / "y.csv"), "--only",
                  "problem=nope"]) == 2
     assert not (tmp_path / "y.csv").exists()
+
+
+EXPECT_SUITE = """
+name: sliced
+root_seed: 3
+seeds: 6
+experiments:
+  - name: e
+    problems: [{problem: lb_quad}]
+    algorithms:
+      - {label: outpert, algorithm: output_perturbation}
+      - {label: nonprivate, algorithm: nonprivate_erm}
+    grid: {n: [50, 100, 200, 400], p: [2], epsilon: [1.0]}
+    expect:
+      - {id: R9s, algorithm: outpert, problem: lb_quad, axis: n, slope: -2}
+  - name: other
+    problems: [{problem: lb_lin}]
+    algorithms: [{label: expm, algorithm: exp_mech}]
+    grid: {n: [50, 100], p: [2], epsilon: [1.0]}
+"""
+
+
+def test_report_and_check_of_a_slice(tmp_path: Path, capsys: pytest.CaptureFixture,
+                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "s.yaml").write_text(EXPECT_SUITE)
+    store = str(tmp_path / "s.zarr")
+    assert main(["run", "s.yaml", "--store", store, "--workers", "0", "--quiet",
+                 "--only", "experiment=e"]) == 0
+    capsys.readouterr()
+    # the whole store is incomplete (experiment "other" pending); the slice is complete
+    assert main(["check", store]) == 2
+    assert "is incomplete (other: " in capsys.readouterr().err
+    main(["check", store, "--only", "experiment=e"])
+    out = capsys.readouterr().out
+    assert "R9s" in out and "1 expected rate:" in out
+    assert main(["check", store, "--only", "algorithm=nonprivate"]) == 0
+    assert "no expected rate (expect:) is about the slice algorithm=nonprivate" in \
+        capsys.readouterr().out
+    assert main(["report", store, "--only", "experiment=e", "--only",
+                 "algorithm=outpert"]) == 0
+    md = (tmp_path / "reports" / "sliced.only-experiment_e_algorithm_outpert.md").read_text()
+    assert "A slice of the store" in md and "R9s" in md and "nonprivate" not in md
+    assert not (tmp_path / "reports" / "sliced.html").exists()  # the whole report is not replaced
