@@ -164,20 +164,23 @@ class ExperimentPlan:
 
     Built by one pass over the grid that instantiates every (problem, algorithm) configuration
     (validating parameter combinations that only occur at some grid points), decides
-    applicability from declared properties only, and records per chunk its position, pending
-    cells and estimated cost: about 30 bytes per chunk, whatever the plugins' parameters.
-    :meth:`chunk` rebuilds the full :class:`ChunkSpec` of a position when it is submitted.
+    applicability from declared properties only, and records per chunk its position (``flat``,
+    C order over ``shape``; 4 bytes when the cube has fewer than 2³² rows) and estimated cost (8
+    bytes): 12 bytes per chunk, whatever the plugins' parameters. :meth:`chunk` rebuilds the full
+    :class:`ChunkSpec` of a position when it is submitted.
     """
 
     def __init__(self, suite: Suite, exp: Experiment, pending: np.ndarray | None = None) -> None:
         self.suite, self.exp, self.pending = suite, exp, pending
         self.shape = exp.shape[:-1]                      # (algorithm, problem, *grid)
         self._instances = _Instances(exp)
-        flat, cost, cells, tie = array("q"), array("d"), array("q"), array("q")
+        small = math.prod(self.shape) < 2 ** 32
+        flat, cost = array("I" if small and array("I").itemsize == 4 else "q"), array("d")
         n_alg, n_prob = self.shape[:2]
         n_grid = math.prod(self.shape[2:])
         inst = self._instances
         self.not_applicable: list[NotApplicableChunk] = []
+        self.n_cells = 0
         for g, (gidx, point) in enumerate(grid_points(exp)):
             n, p = int(point["n"]), int(point["p"])
             for pi in range(n_prob):
@@ -195,16 +198,25 @@ class ExperimentPlan:
                         continue
                     unit = inst.derived((akey, n, p), lambda: algorithm.cost(n, p))
                     flat.append((ai * n_prob + pi) * n_grid + g)   # C order over self.shape
-                    tie.append((pi * n_grid + g) * n_alg + ai)     # problem, grid, algorithm
-                    cells.append(k)
                     cost.append(float(k * (unit + n * p + CELL_OVERHEAD_COST)))
-        self.flat = np.frombuffer(flat, dtype=np.int64) if flat else np.zeros(0, np.int64)
+                    self.n_cells += k
+        dtype = np.uint32 if flat.typecode == "I" else np.int64
+        self.flat = np.frombuffer(flat, dtype=dtype) if flat else np.zeros(0, dtype)
         self.cost = np.frombuffer(cost, dtype=np.float64) if cost else np.zeros(0)
-        self.cells = np.frombuffer(cells, dtype=np.int64) if cells else np.zeros(0, np.int64)
-        self.tie = np.frombuffer(tie, dtype=np.int64) if tie else np.zeros(0, np.int64)
 
     def __len__(self) -> int:
         return len(self.flat)
+
+    def tie(self) -> np.ndarray:
+        """Per chunk, its rank in (problem, grid point, algorithm) order: chunks sharing a
+        dataset sit next to each other among chunks of equal cost (computed when sorting, not
+        kept)."""
+        n_alg = self.shape[0]
+        per_alg = math.prod(self.shape[1:])                   # problem * grid positions
+        out = self.flat % per_alg
+        out *= n_alg
+        out += self.flat // per_alg                            # the algorithm
+        return out
 
     def chunk(self, i: int) -> ChunkSpec:
         """The :class:`ChunkSpec` of this plan's ``i``-th chunk (grid order)."""
@@ -231,25 +243,32 @@ class Plan:
     name, then problem and grid point, then algorithm, so that chunks sharing a dataset stay
     adjacent), the same order :func:`pack` gives. :meth:`tasks` materialises each task only when
     the backend asks for it, so the client's memory does not grow with the suite (only the
-    compact per-chunk arrays do); ``benchmarks/bench_client_memory.py`` measures it.
+    compact per-chunk arrays do: 16 bytes per chunk with the order);
+    ``benchmarks/bench_client_memory.py`` measures it.
     """
 
     def __init__(self, experiments: Sequence[ExperimentPlan]) -> None:
         self.experiments = tuple(experiments)
-        names = sorted(range(len(self.experiments)), key=lambda e: self.experiments[e].exp.name)
-        rank = np.empty(len(names), dtype=np.int64)
-        rank[names] = np.arange(len(names))
-        self._which = np.concatenate(
-            [np.full(len(ep), e, dtype=np.int32) for e, ep in enumerate(self.experiments)]
-            or [np.zeros(0, np.int32)])
-        self._local = np.concatenate(
-            [np.arange(len(ep)) for ep in self.experiments] or [np.zeros(0, np.int64)])
-        cost = np.concatenate([ep.cost for ep in self.experiments] or [np.zeros(0)])
-        tie = np.concatenate([ep.tie for ep in self.experiments] or [np.zeros(0, np.int64)])
-        self._order = np.lexsort((tie, rank[self._which], -cost))
-        self.n_chunks = len(cost)
-        self.n_cells = int(sum(int(ep.cells.sum()) for ep in self.experiments))
-        self.total_cost = math.fsum(cost)
+        sizes = [len(ep) for ep in self.experiments]
+        self._starts = np.cumsum([0, *sizes])
+        self.n_chunks = int(self._starts[-1])
+        self.n_cells = sum(ep.n_cells for ep in self.experiments)
+        self.total_cost = math.fsum(math.fsum(ep.cost) for ep in self.experiments)
+        if len(self.experiments) == 1:  # the common case, without concatenated copies
+            ep = self.experiments[0]
+            order = np.lexsort((ep.tie(), np.negative(ep.cost)))
+        else:
+            names = sorted(range(len(self.experiments)),
+                           key=lambda e: self.experiments[e].exp.name)
+            rank = np.empty(len(names), dtype=np.int64)
+            rank[names] = np.arange(len(names))
+            order = np.lexsort((
+                np.concatenate([ep.tie().astype(np.int64) for ep in self.experiments]
+                               or [np.zeros(0, np.int64)]),
+                np.repeat(rank, sizes),
+                np.negative(np.concatenate([ep.cost for ep in self.experiments]
+                                           or [np.zeros(0)]))))
+        self._order = order.astype(np.int32 if self.n_chunks < 2 ** 31 else np.int64)
 
     @property
     def not_applicable(self) -> list[NotApplicableChunk]:
@@ -258,7 +277,8 @@ class Plan:
     def chunks(self) -> Iterator[ChunkSpec]:
         """Every pending chunk, most expensive first."""
         for k in self._order:
-            yield self.experiments[self._which[k]].chunk(int(self._local[k]))
+            e = int(np.searchsorted(self._starts, k, side="right")) - 1
+            yield self.experiments[e].chunk(int(k - self._starts[e]))
 
     def tasks(self, target: float = TARGET_TASK_COST,
               max_chunks: int = MAX_CHUNKS_PER_TASK) -> Iterator[TaskSpec]:
