@@ -1,9 +1,9 @@
 """The ``dpbench`` command line: run, audit, validate, list, status, report, check, profile,
-new-plugin, export.
+new-plugin, export, compare.
 
 Exit codes: 0 success; 1 a run finished with failed cells, or ``check`` found an expected rate that
 does not hold, or ``audit`` found a privacy violation of an ``expect: private`` point or missed a
-zoo member (``expect: violation``); 2 bad input (suite, profile, store path, options, a read-only
+zoo member (``expect: violation``), or ``compare`` found a regression; 2 bad input (suite, profile, store path, options, a read-only
 or full disk for a new store or a report) — in that case nothing was written; 3 a run lost its dask
 scheduler or filled its store's disk (what was computed is kept; rerun to resume).
 """
@@ -21,7 +21,7 @@ from typing import Any
 from .._version import __version__
 from ..core.errors import UserInputError
 from ..engine.backends.base import BACKENDS
-from . import export
+from . import compare, export
 
 EXIT_OK, EXIT_FAILED_CELLS, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 3
 #: Ctrl-C (SIGINT) and SIGTERM (what a batch system sends at walltime, and ``timeout``): the
@@ -152,6 +152,7 @@ def _add_commands(sub: Any) -> None:
                      help="where to write the package (default: ./NAME with dashes); must not "
                           "exist or be empty")
     export.add_parser(sub)
+    compare.add_parser(sub)
 
 
 def _cmd_run(args: argparse.Namespace) -> int:
@@ -440,7 +441,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     handler = {"run": _cmd_run, "validate": _cmd_validate, "list": _cmd_list,
                "status": _cmd_status, "report": _cmd_report, "check": _cmd_check,
                "profile": _cmd_profile, "new-plugin": _cmd_new_plugin,
-               "audit": _cmd_audit, "export": export.run}[args.command]
+               "audit": _cmd_audit, "export": export.run,
+               "compare": compare.run}[args.command]
     previous = None
     if args.command in ("run", "audit"):
         import signal

@@ -718,10 +718,20 @@ def render_report(context: dict[str, Any], output_html: str | Path, *,
     texts = [(html_path, env.get_template("report.html.j2").render(**context,
                                                                    sections=registered)),
              (md_path, env.get_template("report.md.j2").render(**context, sections=registered))]
-    created = missing_dirs(html_path.parent)
+    write_pages(texts, option)
+    return html_path, md_path
+
+
+def write_pages(texts: Sequence[tuple[Path, str]], option: str = "--output") -> None:
+    """Write the pages ``(path, text)`` (a report, a comparison: the HTML page first) all or
+    nothing: each to a temporary file beside its target, then renamed into place; any error
+    removes the temporaries and the directories created for them, and a disk error becomes a
+    :class:`UserInputError` naming ``option``."""
+    first = texts[0][0]
+    created = missing_dirs(first.parent)
     temporaries: list[Path] = []
     try:
-        html_path.parent.mkdir(parents=True, exist_ok=True)
+        first.parent.mkdir(parents=True, exist_ok=True)
         for path, text in texts:
             tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex}.partial")
             temporaries.append(tmp)
@@ -733,11 +743,10 @@ def render_report(context: dict[str, Any], output_html: str | Path, *,
             tmp.unlink(missing_ok=True)
         remove_empty_dirs(created)
         if isinstance(exc, OSError) and is_disk_error(exc):
-            raise UserInputError(f"{option}: cannot write the report {str(html_path)!r} "
-                                 f"({disk_reason(exc)}); no partial file is left: free some "
-                                 f"space, or choose another {option}") from exc
+            raise UserInputError(f"{option}: cannot write {str(first)!r} ({disk_reason(exc)}); "
+                                 f"no partial file is left: free some space, or choose another "
+                                 f"{option}") from exc
         raise
-    return html_path, md_path
 
 
 def build_report(store_path: str | Path, output_html: str | Path, *, n_resamples: int = 2000,

@@ -257,7 +257,7 @@ def test_report_onto_a_full_disk_leaves_no_partial_file(existing: bool, tmp_path
         _fill(m, leave=8192)
         before = _listing(m)
         code, err = _cli(["report", str(store), "--output", str(out)], capsys)
-        _refused(code, err, "--output: cannot write the report", "no space left on device")
+        _refused(code, err, "--output: cannot write", "no space left on device")
         assert _listing(m) == before
         assert not list(m.glob(".*.partial"))
 

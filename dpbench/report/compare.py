@@ -1,0 +1,196 @@
+"""The comparison of two stores (``dpbench compare A B``): opening both, and its HTML report with
+a Markdown summary next to it.
+
+The statistics are :mod:`dpbench.analysis.versions`; this module reads the stores (the
+experiments both hold, the variables the comparison needs), states their provenance, and renders
+``compare.html.j2`` / ``compare.md.j2`` with the main report's jinja environment, filters and
+style sheet (read from ``report.html.j2``, so the two pages never drift apart). Deterministic:
+the same two stores give the same bytes.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from pathlib import Path
+from typing import Any
+
+import xarray as xr
+from jinja2 import Environment
+from markupsafe import Markup
+
+from .._version import __version__
+from ..analysis.versions import (
+    FLOOR_FACTOR,
+    VERDICT_TEXT,
+    UnpairableStores,
+    VersionComparison,
+    compare_versions,
+)
+from ..config.selection import Selection
+from ..core.errors import UserInputError
+from ..store.cube import ROOT_KEY, Store
+from .build import check_output, environment, write_pages
+from .figures import axis_symbol
+
+#: The cube variables the comparison reads (the slopes' exclusions need the gap and trivial
+#: excess; the others are not loaded).
+COMPARE_VARIABLES = ("excess_risk", "optimum_gap", "trivial_excess_risk", "oracle_excess_risk",
+                     "status")
+
+
+def _cube(store: Store, name: str, selection: Selection | None = None) -> xr.Dataset:
+    ds = xr.open_zarr(str(store.path), group=name, consolidated=False, chunks=None)
+    if selection:
+        ds = ds.isel(selection.positions(store.selection_index()[name]))
+    return ds[[v for v in COMPARE_VARIABLES if v in ds]].load()
+
+
+def _provenance(store: Store, path: str | Path) -> dict[str, Any]:
+    meta = dict(store.root.attrs[ROOT_KEY])
+    versions = sorted({str(store.root[name].attrs.get("packages", {}).get("dpbench", ""))
+                       for name in store.experiments()} - {""})
+    return {"path": str(path), "suite_name": str(meta.get("suite_name", "")),
+            "suite_hash": str(meta.get("suite_hash", "")), "root_seed": meta.get("root_seed", ""),
+            "created_utc": str(meta.get("created_utc", "")),
+            "store_version": str(meta.get("dpbench_version", "")),
+            "run_versions": ", ".join(versions), "experiments": store.experiments()}
+
+
+def compare_stores(path_a: str | Path, path_b: str | Path, *, alpha: float, min_change: float,
+                   n_resamples: int = 2000, selection: Selection | None = None,
+                   ) -> tuple[VersionComparison, dict[str, Any]]:
+    """Compare store B against store A (the ``selection``'s slice, checked against A): the
+    comparison and both stores' provenance.
+
+    Raises :class:`~dpbench.core.errors.StoreError` for a path that is not a dpbench store and
+    :class:`~dpbench.analysis.versions.UnpairableStores` when the stores' cells do not share their
+    data (different root seeds or problem definitions) or no cell is done in both."""
+    store_a, store_b = Store.open(path_a), Store.open(path_b)
+    prov = {"a": _provenance(store_a, path_a), "b": _provenance(store_b, path_b)}
+    names_a, names_b = store_a.experiments(), store_b.experiments()
+    if selection:
+        selection.check(store_a.selection_index())
+        names_a, names_b = selection.experiments(names_a), [
+            n for n in names_b if selection.experiment is None or n in selection.experiment]
+    common = [n for n in names_a if n in names_b]
+    seeds = (prov["a"]["root_seed"], prov["b"]["root_seed"])
+    if seeds[0] != seeds[1]:
+        raise UnpairableStores(f"the stores' cells cannot be paired: root seed {seeds[0]} (A) vs "
+                               f"{seeds[1]} (B); their datasets differ")
+    if not common:
+        raise UnpairableStores(f"the stores have no experiment in common (A: "
+                               f"{', '.join(names_a) or 'none'}; B: {', '.join(names_b) or 'none'})")
+    pairs = {name: (_cube(store_a, name, selection), _cube(store_b, name, selection))
+             for name in common}
+    result = compare_versions(pairs, experiments_only_a=[n for n in names_a if n not in common],
+                              experiments_only_b=[n for n in names_b if n not in common],
+                              alpha=alpha, min_change=min_change, n_resamples=n_resamples)
+    return result, prov
+
+
+# --- rendering ----------------------------------------------------------------------------------
+
+def pct(value: float, digits: int = 1) -> str:
+    """A relative change as a signed percentage ("0%" exactly when it is 0, "—" when missing)."""
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return "—"
+    if value == 0:
+        return "0%"
+    if math.isinf(value):
+        return "+∞" if value > 0 else "−∞"
+    return f"{value * 100:+.{digits}f}%"
+
+
+def pct_ci(low: float, high: float) -> str:
+    """"[low, high]" in percent ("" when the interval is unbounded or undefined)."""
+    if not (math.isfinite(low) and math.isfinite(high)):
+        return ""
+    return f"[{pct(low)},\u00a0{pct(high)}]"
+
+
+def percent(value: float) -> str:
+    """A fraction as an unsigned percentage (0.05 -> "5%")."""
+    return f"{value * 100:g}%"
+
+
+def value_text(value: Any) -> str:
+    """A listed coordinate value ("1", "0.5", "lb_quad")."""
+    return f"{value:g}" if isinstance(value, float) else str(value)
+
+
+_STYLE = re.compile(r"<style>.*?</style>", re.S)
+#: The report's verdict badge (its CSS class suffix) each comparison verdict wears.
+VERDICT_CLASS = {"regression": "slower", "improvement": "faster",
+                 "below min-change": "inconclusive", "not significant": "consistent",
+                 "no signal": "inconclusive"}
+
+
+def report_style(env: Environment) -> Markup:
+    """The ``<style>`` element of the main report's page (``report.html.j2``): one style sheet for
+    both pages."""
+    assert env.loader is not None
+    source = env.loader.get_source(env, "report.html.j2")[0]
+    match = _STYLE.search(source)
+    if match is None:  # the main template lost its style sheet: a packaging bug
+        raise RuntimeError("report.html.j2 has no <style> element to share with compare.html.j2")
+    return Markup(match.group(0))
+
+
+def compare_environment() -> Environment:
+    """The report's jinja environment with the comparison's filters added (an overlay: the
+    report's own environment is left as it is)."""
+    env = environment().overlay()
+    env.filters.update(pct=pct, pct_ci=pct_ci, percent=percent, value=value_text)
+    return env
+
+
+def unmatched_lines(result: VersionComparison) -> list[str]:
+    """What only one store has (experiments, labels, grid values, seeds) and the cells in both
+    stores' coordinates not done in both: listed, never compared."""
+    out = []
+    if result.experiments_only_a:
+        out.append(f"experiments only in A: {', '.join(result.experiments_only_a)}")
+    if result.experiments_only_b:
+        out.append(f"experiments only in B: {', '.join(result.experiments_only_b)}")
+    for e in result.experiments:
+        if e.note:
+            out.append(f"{e.name}: not compared ({e.note})")
+        for side, only in (("A", e.only_a), ("B", e.only_b)):
+            for dim, values in only.items():
+                out.append(f"{e.name}: {axis_symbol(dim)} only in {side}: "
+                           + ", ".join(value_text(v) for v in values))
+        if e.unpaired_cells:
+            out.append(f"{e.name}: {e.unpaired_cells} cell(s) in both stores' coordinates but "
+                       "not done in both")
+    return out
+
+
+def compare_context(result: VersionComparison, prov: dict[str, Any]) -> dict[str, Any]:
+    """Everything the comparison's templates show."""
+    return {"result": result, "prov": prov, "version": __version__, "verdicts": VERDICT_TEXT,
+            "verdict_class": VERDICT_CLASS, "floor_factor": FLOOR_FACTOR,
+            "unmatched": unmatched_lines(result),
+            "tested": [f for f in result.families if math.isfinite(f.p_value)]}
+
+
+def render_compare(context: dict[str, Any], output_html: str | Path, *, overwrite: bool = False,
+                   option: str = "--output") -> tuple[Path, Path]:
+    """Write the comparison's HTML page and its Markdown summary (same stem, ``.md``).
+
+    As :func:`dpbench.report.build.render_report`: a file at either path that dpbench did not
+    write is refused unless ``overwrite`` (:func:`check_output`), and both files are written
+    beside their targets and renamed into place, so an error leaves neither a partial file nor a
+    changed one (a disk error becomes a :class:`UserInputError` naming ``option``)."""
+    html_path = Path(output_html)
+    if html_path.suffix.lower() == ".md":
+        raise UserInputError(f"{option} {str(html_path)!r} must be the HTML file (.html); the "
+                             "Markdown summary is written next to it")
+    md_path = html_path.with_suffix(".md")
+    check_output(html_path, overwrite, option)
+    env = compare_environment()
+    texts = [(html_path, env.get_template("compare.html.j2").render(
+                 **context, style=report_style(env))),
+             (md_path, env.get_template("compare.md.j2").render(**context))]
+    write_pages(texts, option)
+    return html_path, md_path
