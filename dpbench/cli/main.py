@@ -1,5 +1,5 @@
 """The ``dpbench`` command line: run, audit, validate, list, status, report, check, profile,
-new-plugin, export, compare.
+new-plugin, export, compare, plan.
 
 Exit codes: 0 success; 1 a run finished with failed cells, or ``check`` found an expected rate that
 does not hold, or ``audit`` found a privacy violation of an ``expect: private`` point or missed a
@@ -112,6 +112,22 @@ def _add_commands(sub: Any) -> None:
 
     v = sub.add_parser("validate", help="check a suite without running anything")
     v.add_argument("suite")
+
+    pl = sub.add_parser("plan", help="what running a suite would cost: cells, CPU time "
+                                     "(calibrated from earlier runs), memory per worker, store "
+                                     "size, and the jobs of a cluster profile")
+    pl.add_argument("suite")
+    pl.add_argument("--store", default=None,
+                    help="the store the suite would run into: only its pending cells are "
+                         "counted, and its recorded runs calibrate the estimate")
+    pl.add_argument("--calibrate", action="append", default=None, metavar="STORE",
+                    help="a store of earlier runs (a pilot with few seeds is enough) whose "
+                         "measured costs calibrate the estimate; repeatable")
+    pl.add_argument("--workers", type=int, default=None,
+                    help="workers to divide the CPU time by (default: one per core)")
+    pl.add_argument("--cluster", default=None, metavar="PROFILE.yaml",
+                    help="also show the jobs and walltime this cluster profile would need")
+    _add_only(pl)
 
     ls = sub.add_parser("list", help="registered algorithms and problems")
     ls.add_argument("kind", nargs="?", choices=("algorithms", "problems"), default=None)
@@ -238,6 +254,57 @@ def _cmd_validate(args: argparse.Namespace) -> int:
             print(f"  audit {a.name} (expect {a.expect}): {shape}; {a.runs} runs per side in "
                   f"{a.n_batches} batch(es) of {a.batch}")
         print("  note: dpbench run ignores the audits and dpbench audit ignores the experiments")
+    return EXIT_OK
+
+
+def _cmd_plan(args: argparse.Namespace) -> int:
+    import os
+
+    from ..config.selection import suite_masks
+    from ..config.suite import load_suite
+    from ..engine.estimate import calibration, estimate, profile_lines, summary_lines
+    from ..engine.plan import plan_suite
+    from ..store.cube import Store, check_store_path
+
+    suite = load_suite(args.suite)
+    selection = _selection(args)
+    profile = None
+    if args.cluster is not None:
+        from ..config.cluster import load_profile
+
+        profile = load_profile(args.cluster)
+    if args.workers is not None and args.workers < 1:
+        raise UserInputError(f"--workers: must be an integer >= 1, got {args.workers}")
+    masks = suite_masks(selection, suite) if selection else {}
+    stores = list(args.calibrate or [])
+    for path in stores:
+        Store.open(path)  # a path that is not a store is bad input, named
+    notes = []
+    if args.store is not None and check_store_path(Path(args.store)):
+        store = Store.open(args.store)
+        stores.append(args.store)
+        for e in suite.experiments:
+            if e.name in store.experiments() and \
+                    store.root[e.name].attrs["dpbench_experiment"]["fingerprint"] == \
+                    e.fingerprint(suite.root_seed):
+                left = store.pending_mask(e.name)
+                masks[e.name] = left & masks[e.name] if e.name in masks else left
+            elif e.name in store.experiments():
+                notes.append(f"experiment {e.name!r} differs from the store's: counted whole")
+    scales, used = calibration(stores)
+    workers = args.workers or os.cpu_count() or 1
+    est = estimate(suite, plan_suite(suite, masks or None), scales, used, workers)
+    print(f"{args.suite}: suite {suite.name!r}"
+          + (f", slice {selection.describe()}" if selection else "")
+          + (f", resuming {args.store}" if args.store and check_store_path(Path(args.store))
+             else ""))
+    for line in summary_lines(est, workers):
+        print(f"  {line}")
+    for note in notes:
+        print(f"  note: {note}")
+    if profile is not None:
+        for line in profile_lines(est, profile):
+            print(f"  {line}")
     return EXIT_OK
 
 
@@ -438,7 +505,7 @@ def _disk_fault_message(args: argparse.Namespace, exc: OSError) -> str:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = _build_parser().parse_args(argv)
-    handler = {"run": _cmd_run, "validate": _cmd_validate, "list": _cmd_list,
+    handler = {"run": _cmd_run, "validate": _cmd_validate, "plan": _cmd_plan, "list": _cmd_list,
                "status": _cmd_status, "report": _cmd_report, "check": _cmd_check,
                "profile": _cmd_profile, "new-plugin": _cmd_new_plugin,
                "audit": _cmd_audit, "export": export.run,

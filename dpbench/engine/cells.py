@@ -46,6 +46,9 @@ class TaskResult:
     chunks: list[ChunkResult]
     host: str = ""
     seconds: float = 0.0  # the worker's wall time for the whole task (0: not computed)
+    #: The process that computed it (host and pid): its first task of a mechanism pays the
+    #: one-off costs (imports, compilation) that the cost calibration keeps apart.
+    worker: str = ""
 
 
 _DATA_CACHE: OrderedDict[str, tuple[Dataset, Optimum]] = OrderedDict()
@@ -263,4 +266,5 @@ def run_task(task: TaskSpec, memory_mb: float | None = None) -> TaskResult:
             chunks = run_chunks_isolated(task.chunks, memory_mb)
         else:
             chunks = [run_chunk(c) for c in task.chunks]
-    return TaskResult(task.key, chunks, socket.gethostname(), time.perf_counter() - t0)
+    host = socket.gethostname()
+    return TaskResult(task.key, chunks, host, time.perf_counter() - t0, f"{host}:{os.getpid()}")

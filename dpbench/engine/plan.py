@@ -181,6 +181,8 @@ class ExperimentPlan:
         inst = self._instances
         self.not_applicable: list[NotApplicableChunk] = []
         self.n_cells = 0
+        #: Pending applicable cells per (algorithm, problem) position.
+        self.class_cells = np.zeros((n_alg, n_prob), dtype=np.int64)
         for g, (gidx, point) in enumerate(grid_points(exp)):
             n, p = int(point["n"]), int(point["p"])
             for pi in range(n_prob):
@@ -200,12 +202,35 @@ class ExperimentPlan:
                     flat.append((ai * n_prob + pi) * n_grid + g)   # C order over self.shape
                     cost.append(float(k * (unit + n * p + CELL_OVERHEAD_COST)))
                     self.n_cells += k
+                    self.class_cells[ai, pi] += k
         dtype = np.uint32 if flat.typecode == "I" else np.int64
         self.flat = np.frombuffer(flat, dtype=dtype) if flat else np.zeros(0, dtype)
         self.cost = np.frombuffer(cost, dtype=np.float64) if cost else np.zeros(0)
 
     def __len__(self) -> int:
         return len(self.flat)
+
+    def chunk_cells(self) -> np.ndarray:
+        """Pending cells per chunk (every seed when nothing was done)."""
+        if self.pending is None:
+            return np.full(len(self.flat), self.exp.seeds, dtype=np.int64)
+        per_row = self.pending.reshape(-1, self.pending.shape[-1]).sum(axis=1)
+        return per_row[self.flat].astype(np.int64)
+
+    def chunk_np(self) -> np.ndarray:
+        """n·p of each chunk's grid point (the data term of its cost)."""
+        index = np.unravel_index(self.flat, self.shape)
+        axes = self.exp.axes
+        n = np.asarray(self.exp.grid["n"], dtype=np.float64)[index[2 + axes.index("n")]]
+        p = np.asarray(self.exp.grid["p"], dtype=np.float64)[index[2 + axes.index("p")]]
+        return n * p
+
+    def class_units(self) -> np.ndarray:
+        """Estimated work units per (algorithm, problem) position (the sum of its chunks')."""
+        n_alg, n_prob = self.shape[:2]
+        per_class = self.flat // math.prod(self.shape[2:])   # algorithm * n_prob + problem
+        return np.bincount(per_class, weights=self.cost,
+                           minlength=n_alg * n_prob).reshape(n_alg, n_prob)
 
     def tie(self) -> np.ndarray:
         """Per chunk, its rank in (problem, grid point, algorithm) order: chunks sharing a
@@ -320,14 +345,16 @@ class Packer:
         self._declares: dict[tuple[str, int, int], bool] = {}
         self._probes: dict[str, tuple[str, int, int]] = {}      # task key -> class, in flight
         self._probing: dict[tuple[str, int, int], int] = {}
+        self._cells: dict[tuple[str, int, int], int] = {}
+        #: Per class: seconds and units of each worker's first task of it, their count, and
+        #: the workers seen (the rest is "warm": one-off costs paid).
+        self._first: dict[tuple[str, int, int], list[float]] = {}
+        self._seen: dict[tuple[str, int, int], set[str]] = {}
         for ep in plan.experiments:
-            n_alg, n_prob = ep.shape[:2]
-            cls = ep.flat // math.prod(ep.shape[2:])        # algorithm * n_prob + problem
-            sums = np.bincount(cls, weights=ep.cost, minlength=n_alg * n_prob)
-            for c in np.flatnonzero(sums):
-                ai, pi = int(c) // n_prob, int(c) % n_prob
-                key = (ep.exp.name, ai, pi)
-                self._left[key] = float(sums[c])
+            sums = ep.class_units()
+            for ai, pi in zip(*np.nonzero(sums)):
+                key = (ep.exp.name, int(ai), int(pi))
+                self._left[key] = float(sums[ai, pi])
                 self._declares[key] = ep.exp.algorithms[ai].cls.cost is not Algorithm.cost
 
     @staticmethod
@@ -389,11 +416,44 @@ class Packer:
         own = [float(np.nansum(r.values.get("wall_time_s", np.zeros(0)))) for r in chunks]
         cells = sum(len(c.seeds) for c in task.chunks)
         rest = max(seconds - math.fsum(own), 0.0) / max(cells, 1)
+        worker = str(getattr(result, "worker", "") or "")
+        fresh = set()  # the classes of which this is the worker's first task
+        for cls in {self._class(spec) for spec in task.chunks}:
+            seen = self._seen.setdefault(cls, set())
+            if worker not in seen:
+                seen.add(worker)
+                fresh.add(cls)
+                self._first.setdefault(cls, [0.0, 0.0, 0])[2] += 1
         for spec, mech in zip(task.chunks, own):
             cls = self._class(spec)
             units = (mech + rest * len(spec.seeds)) * UNITS_PER_SECOND
             self._measured[cls] = self._measured.get(cls, 0.0) + units
             self._estimated[cls] = self._estimated.get(cls, 0.0) + spec.cost
+            self._cells[cls] = self._cells.get(cls, 0) + len(spec.seeds)
+            if cls in fresh:
+                acc = self._first[cls]
+                acc[0] += units / UNITS_PER_SECOND
+                acc[1] += spec.cost
+
+    def timings(self) -> dict[str, dict[str, float]]:
+        """What this run measured per mechanism × problem class, keyed ``"algorithm|problem"``
+        by registered names (so that another suite's plan can use it): worker seconds, the
+        estimated work units they computed and cells, and apart the same for each worker
+        process's first task of the class (which pays imports and compilation). Recorded in the store's run log; the
+        cost calibration of ``dpbench plan`` (:mod:`dpbench.engine.estimate`) reads it."""
+        fields = ("seconds", "units", "cells", "first_seconds", "first_units", "first_tasks")
+        out: dict[str, dict[str, float]] = {}
+        by_name = {ep.exp.name: ep.exp for ep in self.plan.experiments}
+        for (name, ai, pi), units in self._estimated.items():
+            exp = by_name[name]
+            key = f"{exp.algorithms[ai].name}|{exp.problems[pi].name}"
+            row = out.setdefault(key, dict.fromkeys(fields, 0.0))
+            first = self._first.get((name, ai, pi), [0.0, 0.0, 0])
+            for f, v in zip(fields, (self._measured[(name, ai, pi)] / UNITS_PER_SECOND, units,
+                                     self._cells[(name, ai, pi)], *first)):
+                row[f] += v
+        return {k: {f: (int(v[f]) if f in ("cells", "first_tasks") else round(v[f], 6))
+                    for f in fields} for k, v in sorted(out.items())}
 
 
 def plan_suite(suite: Suite, pending: Mapping[str, np.ndarray] | None = None) -> Plan:

@@ -249,6 +249,7 @@ def drive_tasks(tasks: Iterable[Any], store: Any, summary: Any, bar: Progress, *
                           "backend": summary.backend, "cells_computed": summary.computed,
                           "cells_failed": summary.failed,
                           **({"grown": summary.grown} if getattr(summary, "grown", None) else {}),
+                          **({"timings": packer.timings()} if packer is not None else {}),
                           **({"interrupted": interrupted} if interrupted else {})})
 
 

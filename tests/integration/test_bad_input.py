@@ -145,6 +145,15 @@ def _bad_card_plugin(d: Path) -> None:
     register("algorithms", BadCard)
 
 
+def _store_of(suite: dict) -> Callable[[Path], None]:
+    """A store of ``suite`` at ``s.zarr``, run to the end."""
+    def make(d: Path) -> None:
+        (d / "first.yaml").write_text(yaml.safe_dump(suite))
+        assert main(["run", str(d / "first.yaml"), "--store", str(d / "s.zarr"), "--workers",
+                     "0", "--quiet"]) == 0
+    return make
+
+
 def _other_store(d: Path) -> None:
     other = json.loads(json.dumps(GOOD))
     other["root_seed"] = 2
@@ -260,6 +269,13 @@ BAD_INPUTS: tuple[Bad, ...] = (
         "being written by dpbench run other", GOOD, setup=_locked),
     Bad("store-other-suite", "--store created for another definition", "different definition",
         GOOD, setup=_other_store),
+    Bad("store-fewer-seeds", "--store holding more seeds than the suite (growing only adds)",
+        "seeds decreased", dict(GOOD, seeds=1), setup=_store_of(GOOD)),
+    # --- selections -----------------------------------------------------------------------------
+    Bad("only-unknown-value", "--only naming no algorithm of the suite", "no such algorithm",
+        GOOD, args=("--only", "algorithm=nope")),
+    Bad("only-bad-key", "--only with a key that is not experiment, algorithm or problem",
+        "KEY one of experiment, algorithm, problem", GOOD, args=("--only", "seed=1")),
     # --- audits -----------------------------------------------------------------------------------
     Bad("audit-runs-not-multiple", "audit runs not a multiple of batch", "must be a multiple",
         _audit(runs=250), command="audit"),
