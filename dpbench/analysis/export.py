@@ -20,7 +20,6 @@ when ``dpbench export`` runs, and ``import dpbench`` stays light (``tests/unit/t
 from __future__ import annotations
 
 import os
-import uuid
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -31,13 +30,7 @@ from ..config.selection import Selection
 from ..core.errors import UserInputError
 from ..core.schema import FLOAT_VARS, STATUS_NAMES, VARIABLE_NAMES
 from ..store.cube import Store
-from ..store.writable import (
-    check_writable,
-    disk_reason,
-    is_disk_error,
-    missing_dirs,
-    remove_empty_dirs,
-)
+from ..store.writable import check_writable, write_all_or_nothing
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -282,18 +275,5 @@ def write_table(frame: pd.DataFrame, path: str | Path, fmt: str, *, overwrite: b
         require_parquet()
     path = Path(path)
     check_output(path, overwrite, option)
-    created = missing_dirs(path.parent)
-    tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex}.partial")
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        _write(frame, tmp, fmt)
-        os.replace(tmp, path)
-    except Exception as exc:
-        tmp.unlink(missing_ok=True)
-        remove_empty_dirs(created)
-        if isinstance(exc, OSError) and is_disk_error(exc):
-            raise UserInputError(f"{option}: cannot write {str(path)!r} ({disk_reason(exc)}); no "
-                                 f"partial file is left: free some space, or choose another "
-                                 f"{option}") from exc
-        raise
+    write_all_or_nothing([(path, lambda tmp: _write(frame, tmp, fmt))], option)
     return path

@@ -357,14 +357,16 @@ def _cmd_list(args: argparse.Namespace) -> int:
             tables.append(b)
     if args.kind in (None, "problems"):
         t = Table(title="problems")
-        for col in ("name", "L", "Delta", "beta", "diameter", "population", "parameters", "citation"):
+        for col in ("name", "L", "Delta", "beta", "diameter", "data_norm", "population",
+                    "parameters", "citation"):
             t.add_column(col)
         for name, cls in sorted(registry.available("problems").items()):
             try:
                 c = cls().constants()
-                consts = [f"{c['L']:g}", f"{c['Delta']:g}", f"{c['beta']:g}", f"{c['D']:g}"]
+                consts = [f"{c['L']:g}", f"{c['Delta']:g}", f"{c['beta']:g}", f"{c['D']:g}",
+                          f"{c['data_norm']:g}" if "data_norm" in c else "—"]
             except Exception as exc:  # a plugin whose defaults cannot be built still gets listed
-                consts = [f"({type(exc).__name__})"] * 4
+                consts = [f"({type(exc).__name__})"] * 5
             params = ", ".join(f"{k}={v.default!r}" for k, v in cls.params.items())
             t.add_row(name, *consts, "yes" if cls.has_population else "no", params, cls.citation)
         tables.append(t)

@@ -9,9 +9,7 @@ from __future__ import annotations
 
 import functools
 import itertools
-import os
 import re
-import uuid
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -52,13 +50,7 @@ from ..config.selection import Selection
 from ..core.errors import UserInputError
 from ..core.schema import DONE, FAILED, NOT_APPLICABLE
 from ..store.cube import ROOT_KEY, Counts, Store
-from ..store.writable import (
-    check_writable,
-    disk_reason,
-    is_disk_error,
-    missing_dirs,
-    remove_empty_dirs,
-)
+from ..store.writable import check_writable, write_all_or_nothing
 from . import sections
 from .figures import (
     DPI,
@@ -708,12 +700,7 @@ def render_report(context: dict[str, Any], output_html: str | Path, *,
     fills up (or any other write error) leaves neither a partial report nor a changed one: a
     disk error is a :class:`UserInputError` naming ``option``."""
     env = environment()
-    html_path = Path(output_html)
-    if html_path.suffix.lower() == ".md":
-        raise UserInputError(f"report output {str(html_path)!r} must be the HTML file (.html); "
-                             "the Markdown summary is written next to it")
-    md_path = html_path.with_suffix(".md")
-    check_output(html_path, overwrite, option)
+    html_path, md_path = page_paths(output_html, overwrite, option)
     registered = sections.SECTIONS
     texts = [(html_path, env.get_template("report.html.j2").render(**context,
                                                                    sections=registered)),
@@ -723,30 +710,21 @@ def render_report(context: dict[str, Any], output_html: str | Path, *,
 
 
 def write_pages(texts: Sequence[tuple[Path, str]], option: str = "--output") -> None:
-    """Write the pages ``(path, text)`` (a report, a comparison: the HTML page first) all or
-    nothing: each to a temporary file beside its target, then renamed into place; any error
-    removes the temporaries and the directories created for them, and a disk error becomes a
-    :class:`UserInputError` naming ``option``."""
-    first = texts[0][0]
-    created = missing_dirs(first.parent)
-    temporaries: list[Path] = []
-    try:
-        first.parent.mkdir(parents=True, exist_ok=True)
-        for path, text in texts:
-            tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex}.partial")
-            temporaries.append(tmp)
-            tmp.write_text(text, encoding="utf-8", newline="\n")
-        for (path, _), tmp in zip(texts, temporaries):
-            os.replace(tmp, path)
-    except Exception as exc:
-        for tmp in temporaries:
-            tmp.unlink(missing_ok=True)
-        remove_empty_dirs(created)
-        if isinstance(exc, OSError) and is_disk_error(exc):
-            raise UserInputError(f"{option}: cannot write {str(first)!r} ({disk_reason(exc)}); "
-                                 f"no partial file is left: free some space, or choose another "
-                                 f"{option}") from exc
-        raise
+    """Write the pages ``(path, text)`` of a report or a comparison all or nothing
+    (:func:`~dpbench.store.writable.write_all_or_nothing`)."""
+    write_all_or_nothing([(path, lambda tmp, text=text: tmp.write_text(
+        text, encoding="utf-8", newline="\n")) for path, text in texts], option)
+
+
+def page_paths(output_html: str | Path, overwrite: bool, option: str) -> tuple[Path, Path]:
+    """The HTML page and its Markdown summary (same stem) for ``output_html``, refused (exit 2)
+    when it names the Markdown file or a file dpbench did not write (unless ``overwrite``)."""
+    html_path = Path(output_html)
+    if html_path.suffix.lower() == ".md":
+        raise UserInputError(f"{option} {str(html_path)!r} must be the HTML file (.html); the "
+                             "Markdown summary is written next to it")
+    check_output(html_path, overwrite, option)
+    return html_path, html_path.with_suffix(".md")
 
 
 def build_report(store_path: str | Path, output_html: str | Path, *, n_resamples: int = 2000,

@@ -28,9 +28,8 @@ from ..analysis.versions import (
     compare_versions,
 )
 from ..config.selection import Selection
-from ..core.errors import UserInputError
 from ..store.cube import ROOT_KEY, Store
-from .build import check_output, environment, write_pages
+from .build import environment, page_paths, write_pages
 from .figures import axis_symbol
 
 #: The cube variables the comparison reads (the slopes' exclusions need the gap and trivial
@@ -182,12 +181,7 @@ def render_compare(context: dict[str, Any], output_html: str | Path, *, overwrit
     write is refused unless ``overwrite`` (:func:`check_output`), and both files are written
     beside their targets and renamed into place, so an error leaves neither a partial file nor a
     changed one (a disk error becomes a :class:`UserInputError` naming ``option``)."""
-    html_path = Path(output_html)
-    if html_path.suffix.lower() == ".md":
-        raise UserInputError(f"{option} {str(html_path)!r} must be the HTML file (.html); the "
-                             "Markdown summary is written next to it")
-    md_path = html_path.with_suffix(".md")
-    check_output(html_path, overwrite, option)
+    html_path, md_path = page_paths(output_html, overwrite, option)
     env = compare_environment()
     texts = [(html_path, env.get_template("compare.html.j2").render(
                  **context, style=report_style(env))),

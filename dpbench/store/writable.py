@@ -17,6 +17,8 @@ from __future__ import annotations
 
 import errno
 import os
+import uuid
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from ..core.errors import UserInputError
@@ -110,3 +112,31 @@ def check_writable(path: str | Path, option: str,
             hint = "free some space, or choose another" if "no space" in reason else \
                 "choose another"
             raise error(f"{option}: cannot write to {str(path)!r} ({reason}); {hint} {option}")
+
+
+def write_all_or_nothing(targets: Sequence[tuple[Path, Callable[[Path], None]]],
+                         option: str = "--output") -> None:
+    """Write files all or nothing: each ``(path, write)`` writes a temporary file beside its
+    target (``write(temporary)``), then every temporary is renamed into place. Any error removes
+    the temporaries and the directories created for them, and a disk error becomes a
+    :class:`UserInputError` naming ``option`` (exit 2): no partial or changed file is left."""
+    first = targets[0][0]
+    created = missing_dirs(first.parent)
+    temporaries: list[Path] = []
+    try:
+        first.parent.mkdir(parents=True, exist_ok=True)
+        for path, write in targets:
+            tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex}.partial")
+            temporaries.append(tmp)
+            write(tmp)
+        for (path, _), tmp in zip(targets, temporaries):
+            os.replace(tmp, path)
+    except Exception as exc:
+        for tmp in temporaries:
+            tmp.unlink(missing_ok=True)
+        remove_empty_dirs(created)
+        if isinstance(exc, OSError) and is_disk_error(exc):
+            raise UserInputError(f"{option}: cannot write {str(first)!r} ({disk_reason(exc)}); "
+                                 f"no partial file is left: free some space, or choose another "
+                                 f"{option}") from exc
+        raise
