@@ -98,6 +98,7 @@ def test_cells_done_before_keep_their_bytes(grown: dict) -> None:
         assert np.isin(new["status"].values, [DONE, NOT_APPLICABLE]).all()
 
 
+@pytest.mark.slow
 def test_a_grown_store_reports_like_a_fresh_one(grown: dict, tmp_path: Path) -> None:
     for store in ("g.zarr", "ref.zarr"):
         out = tmp_path / f"{store}.html"
@@ -144,6 +145,7 @@ def test_a_change_to_stored_cells_is_refused_naming_the_field(case: str, tmp_pat
     assert not growth.staging_dir(store).exists()
 
 
+@pytest.mark.slow
 def test_a_crash_between_the_renames_is_recovered(tmp_path: Path,
                                                   monkeypatch: pytest.MonkeyPatch) -> None:
     """Killed after the old group moved aside and before the grown one moved in: the next
