@@ -19,6 +19,7 @@ from dpbench.config.suite import load_suite
 from dpbench.core.errors import UserInputError
 from dpbench.engine.runner import run_suite
 from tests.support.cubes import assert_cubes_identical
+from tests.support.failures import default_sigint
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -357,7 +358,9 @@ def test_loading_a_jobqueue_class_keeps_ctrl_c_an_interrupt() -> None:
             f"cluster_class(load_profile({str(ROOT / 'cluster' / 'slurm-local.yaml')!r}), 'p')\n"
             "assert 'dask_jobqueue' in sys.modules\n"
             "assert signal.getsignal(signal.SIGINT) is signal.default_int_handler\n")
-    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    # A child inherits an ignored SIGINT (a shell's background job): start it with the default.
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
+                       preexec_fn=default_sigint)
     assert r.returncode == 0, r.stderr[-2000:]
 
 

@@ -20,6 +20,7 @@ from dpbench.config.suite import parse_suite
 from dpbench.engine.runner import run_suite
 from dpbench.store.cube import ROOT_KEY
 from tests.support.cubes import TINY_SUITE, assert_cubes_identical
+from tests.support.failures import default_sigint
 
 ROOT = Path(__file__).resolve().parents[2]
 PROFILE = ROOT / "cluster" / "slurm-local.yaml"
@@ -90,7 +91,8 @@ def test_a_signal_through_slurm_exits_128_plus_it_and_empties_the_queue(
     store = tmp_path / "sig.zarr"
     proc = subprocess.Popen([sys.executable, "-m", "dpbench", "run", str(suite), "--store",
                              str(store), "--cluster", str(PROFILE), "--quiet"],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=default_sigint)
     deadline = time.time() + 180
     while _done_cells(store) == 0 and time.time() < deadline and proc.poll() is None:
         time.sleep(0.1)

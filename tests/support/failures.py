@@ -499,3 +499,12 @@ if __name__ == "__main__":  # `dpbench` command line with the fault mechanism re
 
     testing_failures.register()
     sys.exit(main(sys.argv[1:]))
+
+
+def default_sigint() -> None:
+    """``preexec_fn`` of a child that must see Ctrl-C: a shell starts its background jobs with
+    SIGINT ignored and children inherit that, so a test run in the background would otherwise
+    send SIGINT to a process that ignores it (and dpbench rightly keeps an inherited ignore)."""
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
