@@ -1,6 +1,6 @@
 """Summary: the report at a glance, at the top of both outputs. Per experiment the cells done,
 failed and pending and the declared expected rates by outcome; per problem the mechanism with
-the lowest mean excess at the largest n and the fastest one (mean wall time per cell).
+the lowest mean excess at the largest n and the fastest one (median wall time per cell).
 
 The leaders are computed by :func:`dpbench.report.overview.problem_leaders` (the comparison point
 is the figures': the other swept axes at their first value); the outcome counts are those of the
@@ -14,9 +14,9 @@ from .section import Section
 HTML = """\
 <section id="summary">
 <h2>Summary</h2>
-<p class="small">Expected rates: how many of the experiment's declared exponents agree, disagree or are inconclusive (<a href="#expected-rates">details</a>; — when it declares none). Lowest mean excess: over the done seeds at the largest n, the other swept axes at their first value as in the figures. Fastest: the lowest mean wall time per done cell over the whole grid, measured on the machine that ran the store (not deterministic). Both rank the private mechanisms only, unless an experiment has no private one.</p>
+<p class="small">Expected rates: how many of the experiment's declared exponents agree, disagree or are inconclusive (<a href="#expected-rates">details</a>; — when it declares none). Lowest mean excess: over the done seeds at the largest n, the other swept axes at their first value as in the figures. Fastest: the lowest median wall time per done cell over the whole grid (the median, since a worker's first cells include compilation), measured on the machine that ran the store (not deterministic). Both rank the private mechanisms only, unless an experiment has no private one.</p>
 <div class="scroll"><table>
-  <tr><th>experiment</th><th>cells done / failed / pending</th><th>expected rates agree / disagree / inconclusive</th><th>problem</th><th>lowest mean excess at the largest n</th><th>fastest (mean wall time per cell)</th></tr>
+  <tr><th>experiment</th><th>cells done / failed / pending</th><th>expected rates agree / disagree / inconclusive</th><th>problem</th><th>lowest mean excess at the largest n</th><th>fastest (median wall time per cell)</th></tr>
   {% for e in experiments %}
   {% set o = e.outcomes %}
   {% for l in e.leaders %}
@@ -39,9 +39,9 @@ HTML = """\
 MARKDOWN = """\
 ## Summary
 
-Expected rates: declared exponents that agree / disagree / are inconclusive (— when none are declared). Lowest mean excess: over the done seeds at the largest n, the other swept axes at their first value. Fastest: lowest mean wall time per done cell, measured on the machine that ran the store (not deterministic). Private mechanisms only, unless an experiment has none.
+Expected rates: declared exponents that agree / disagree / are inconclusive (— when none are declared). Lowest mean excess: over the done seeds at the largest n, the other swept axes at their first value. Fastest: lowest median wall time per done cell, measured on the machine that ran the store (not deterministic). Private mechanisms only, unless an experiment has none.
 
-| experiment | cells done / failed / pending | expected rates agree / disagree / inconclusive | problem | lowest mean excess at the largest n | fastest (mean wall time per cell) |
+| experiment | cells done / failed / pending | expected rates agree / disagree / inconclusive | problem | lowest mean excess at the largest n | fastest (median wall time per cell) |
 |---|---|---|---|---|---|
 {% for e in experiments %}
 {% set o = e.outcomes %}
