@@ -39,11 +39,10 @@ import xarray as xr
 from ..core.errors import UserInputError
 from ..core.schema import DONE, NOT_APPLICABLE, PENDING
 from ..core.seeding import stable_hash
+from ..store.cube import EXP_KEY
 from .compare import holm
 from .rates import RateFit, fit_rates
 
-#: Group attribute holding an experiment's definition (``dpbench.store.cube.EXP_KEY``).
-EXP_KEY = "dpbench_experiment"
 DEFAULT_ALPHA = 0.05
 #: A Holm-significant family is flagged only if its pooled relative change exceeds this (5 %):
 #: a change of round-off size is detectable with paired cells but not worth a failing CI job.

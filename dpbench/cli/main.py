@@ -284,9 +284,7 @@ def _cmd_plan(args: argparse.Namespace) -> int:
         store = Store.open(args.store)
         stores.append(args.store)
         for e in suite.experiments:
-            if e.name in store.experiments() and \
-                    store.root[e.name].attrs["dpbench_experiment"]["fingerprint"] == \
-                    e.fingerprint(suite.root_seed):
+            if store.holds(e, suite.root_seed):
                 left = store.pending_mask(e.name)
                 masks[e.name] = left & masks[e.name] if e.name in masks else left
             elif e.name in store.experiments():

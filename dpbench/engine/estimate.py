@@ -142,8 +142,7 @@ def _cells_of(store: Any, suite: Suite, acc: dict[str, _Measured]) -> None:
     from .plan import ExperimentPlan
 
     for exp in suite.experiments:
-        if exp.name not in store.experiments() or store.root[exp.name].attrs[
-                "dpbench_experiment"]["fingerprint"] != exp.fingerprint(suite.root_seed):
+        if not store.holds(exp, suite.root_seed):
             continue
         ep = ExperimentPlan(suite, exp)
         if not len(ep):

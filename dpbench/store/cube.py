@@ -231,6 +231,7 @@ class Store:
         self._keep_dir = False
         #: Experiments :meth:`prepare` grew in place, with what was added (for the run log).
         self.grown: dict[str, str] = {}
+        self._index: dict[str, dict[str, tuple[list[str], list[str]]]] | None = None
 
     # --- opening ------------------------------------------------------------------------------
     @classmethod
@@ -296,11 +297,14 @@ class Store:
         store = cls.open(path)
         if set(store.experiments()) != {e.name for e in suite.experiments}:
             return None
-        for exp in suite.experiments:
-            info = store.root[exp.name].attrs[EXP_KEY]
-            if info["fingerprint"] != exp.fingerprint(suite.root_seed):
-                return None
+        if not all(store.holds(exp, suite.root_seed) for exp in suite.experiments):
+            return None
         return sum(store.counts(e.name).done for e in suite.experiments)
+
+    def holds(self, exp: Experiment, root_seed: int) -> bool:
+        """Whether the store holds ``exp`` initialised under its current definition."""
+        return self._initialised(exp.name) and \
+            self.root[exp.name].attrs[EXP_KEY]["fingerprint"] == exp.fingerprint(root_seed)
 
     def creating(self) -> contextlib.AbstractContextManager[None]:
         """A context for writing the initial layout of the store (groups, arrays, attributes;
@@ -315,6 +319,7 @@ class Store:
     def _prepare_experiments(self, suite: Suite) -> Store:
         """Record the suite in the root attributes and create or refresh its experiments."""
         store, root = self, self.root
+        store._index = None
         meta = dict(root.attrs[ROOT_KEY])
         meta.update({"suite_name": suite.name, "suite_source": suite.source,
                      "suite_yaml": suite.text, "suite_hash": stable_hash(suite.text),
@@ -366,11 +371,9 @@ class Store:
         experiments it no longer lists, before anything is written."""
         problems, grows = [], {}
         for exp in suite.experiments:
-            if not self._initialised(exp.name):
+            if not self._initialised(exp.name) or self.holds(exp, suite.root_seed):
                 continue
             info = self.root[exp.name].attrs[EXP_KEY]
-            if info["fingerprint"] == exp.fingerprint(suite.root_seed):
-                continue
             d = growth.diff(info.get("definition", {}), exp.definition(suite.root_seed))
             if d.changes:
                 problems.append(f"experiment {exp.name!r}: " + "; ".join(d.changes))
@@ -493,7 +496,13 @@ class Store:
 
     def selection_index(self) -> dict[str, dict[str, tuple[list[str], list[str]]]]:
         """Per experiment, its algorithm and problem labels with the registered names behind
-        them (what a :class:`~dpbench.config.selection.Selection` matches)."""
+        them (what a :class:`~dpbench.config.selection.Selection` matches); read once per open
+        store (:meth:`prepare` resets it)."""
+        if self._index is None:
+            self._index = self._read_selection_index()
+        return self._index
+
+    def _read_selection_index(self) -> dict[str, dict[str, tuple[list[str], list[str]]]]:
         out = {}
         for name in self.experiments():
             attrs = self.root[name].attrs
