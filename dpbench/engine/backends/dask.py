@@ -33,6 +33,11 @@ T = TypeVar("T")
 MIN_WINDOW = 64
 #: How often a wait for the next completed task looks at its queue (seconds).
 _POLL_S = 0.005
+#: After this long without a result (s), the backend asks the scheduler for the state of every
+#: task it still waits for, and settles the ones the scheduler has finished: a result or error
+#: whose report to this client was lost (seen once after workers were killed mid-run) would
+#: otherwise leave the run waiting forever on idle workers.
+STALL_CHECK_S = 30.0
 
 
 def _local_cluster(workers: int) -> Any:
@@ -222,11 +227,24 @@ class DaskBackend:
     def _consume(self, ac: Any, specs: dict[str, T], futures: dict[str, Any],
                  fill: Callable[[], None], watch: WorkerWatch) -> Iterator[tuple[T, Any] | Any]:
         client = self.client
-        for batch in _batches(ac):
+        progress = checked = time.monotonic()
+        for batch in _batches(ac, lambda: bool(futures)):
             if batch is IDLE:
                 yield IDLE
+                now = time.monotonic()
+                if min(now - progress, now - checked) >= STALL_CHECK_S:
+                    checked = now
+                    for key, res in _settle_stalled(client, list(futures)):
+                        progress = now
+                        spec = specs.pop(key)
+                        futures.pop(key).release()
+                        yield spec, res
+                    fill()
                 continue
+            progress = time.monotonic()
             for fut, res in batch:
+                if fut.key not in specs:  # settled from the scheduler's state already
+                    continue
                 spec = specs.pop(fut.key)
                 futures.pop(fut.key, None)
                 if fut.status == "cancelled":
@@ -245,20 +263,62 @@ class DaskBackend:
                 fill()
 
 
-def _batches(ac: Any) -> Iterator[list[Any] | Any]:
+def _batches(ac: Any, waiting: Callable[[], bool]) -> Iterator[list[Any] | Any]:
     """The completed futures of ``ac`` batch by batch (all that are ready at once), and
     :data:`~.base.IDLE` before each wait and every :data:`~.base.IDLE_EVERY_S` while waiting
-    (``as_completed`` cannot wait with a timeout: its queue is polled)."""
+    (``as_completed`` cannot wait with a timeout: its queue is polled). Ends when nothing is
+    ``waiting`` for (a future settled from the scheduler's state may stay in ``ac``)."""
     while True:
         if ac.has_ready():
             yield ac.next_batch(block=False)
             continue
-        if ac.is_empty():
+        if not waiting():
             return
         yield IDLE
         deadline = time.monotonic() + IDLE_EVERY_S
-        while not ac.has_ready() and not ac.is_empty() and time.monotonic() < deadline:
+        while not ac.has_ready() and waiting() and time.monotonic() < deadline:
             time.sleep(_POLL_S)
+
+
+def _task_states(keys: list[str], dask_scheduler: Any = None) -> dict[str, tuple[str, Any]]:
+    """On the scheduler: each key's state, with its error text (erred) or a worker holding it
+    (memory)."""
+    out: dict[str, tuple[str, Any]] = {}
+    for key in keys:
+        ts = dask_scheduler.tasks.get(key)
+        if ts is None:
+            continue
+        if ts.state == "erred":
+            culprit = ts.exception_blame
+            text = getattr(culprit, "exception_text", "") if culprit is not None else ""
+            out[key] = ("erred", text or "error (its report to the client was lost)")
+        elif ts.state == "memory" and ts.who_has:
+            out[key] = ("memory", next(iter(ts.who_has)).address)
+    return out
+
+
+def _held_value(key: str, dask_worker: Any = None) -> Any:
+    return dask_worker.data[key]
+
+
+def _settle_stalled(client: Any, keys: list[str]) -> list[tuple[str, Any]]:
+    """The tasks among ``keys`` that the scheduler has finished although this client was never
+    told: ``(key, result)`` or ``(key, TaskFailed)``. Best effort: a scheduler that cannot be
+    asked settles nothing (the worker watch still ends a run with no workers)."""
+    try:
+        states = client.run_on_scheduler(_task_states, keys)
+    except Exception:
+        return []
+    settled: list[tuple[str, Any]] = []
+    for key, (state, info) in states.items():
+        if state == "erred":
+            settled.append((key, TaskFailed(f"task failed: {info}")))
+            continue
+        try:
+            settled.append((key, client.run(_held_value, key, workers=[info])[info]))
+        except Exception:
+            continue
+    return settled
 
 
 def open_backend(conn: Any) -> contextlib.AbstractContextManager[DaskBackend]:
