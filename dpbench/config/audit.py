@@ -23,6 +23,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from ..core.errors import UserInputError
@@ -207,19 +208,29 @@ def _grid(errs: Errors, path: str, raw: Any, kinds: set[str]) -> dict[str, list[
 
 
 def _resolved(errs: Errors, path: str, entries: list[tuple[str, str, dict[str, Any], type]],
-              ) -> list[Any]:
-    """PluginSpecs with every default filled in (parameters checked by instantiating)."""
+              base: Path | None = None, grid: Mapping[str, list[Any]] | None = None,
+              grid_path: str = "") -> list[Any]:
+    """PluginSpecs with every default filled in (parameters checked by instantiating). For
+    problems (``base`` given): files resolved against ``base`` and the grid checked
+    (:meth:`~dpbench.core.problem.Problem.locate`, ``check_grid``), as for experiments."""
     out = []
     for lab, nm, params, cls in entries:
         try:
-            out.append(AlgorithmSpec(lab, nm, cls(**params).get_params(), cls))
+            if base is not None:
+                params = cls.locate(params, base)
+            instance = cls(**params)
+            out.append(AlgorithmSpec(lab, nm, instance.get_params(), cls))
         except UserInputError as exc:
             errs.add(f"{path}[{lab}].params", str(exc))
+            continue
+        if base is not None and grid is not None:
+            for axis, message in instance.check_grid(grid).items():
+                errs.add(f"{grid_path}.{axis}", message)
     return out
 
 
 def _validate_audit(errs: Errors, path: str, raw: Any, settings: AuditSettings,
-                    ) -> AuditSpec | None:
+                    base: Path | None = None) -> AuditSpec | None:
     if not isinstance(raw, dict):
         errs.add(path, "must be a mapping with name, algorithms, problems, canaries and grid")
         return None
@@ -256,7 +267,8 @@ def _validate_audit(errs: Errors, path: str, raw: Any, settings: AuditSettings,
     if expect not in EXPECT_VALUES:
         errs.add(f"{path}.expect", f"got {expect!r}; allowed: {', '.join(EXPECT_VALUES)}")
     algo_specs = _resolved(errs, f"{path}.algorithms", algos)
-    prob_specs = _resolved(errs, f"{path}.problems", probs)
+    prob_specs = _resolved(errs, f"{path}.problems", probs, base or Path.cwd(), grid,
+                           f"{path}.grid")
     if len(errs.items) > n_before or runs is None:
         return None
     if not settings.explicit and "runs" not in raw:
@@ -284,9 +296,10 @@ def _vectorised(algo_specs: list[AlgorithmSpec], grid: Mapping[str, list[Any]]) 
     return True
 
 
-def validate_audits(errs: Errors, raw: Mapping[str, Any],
+def validate_audits(errs: Errors, raw: Mapping[str, Any], base: Path | None = None,
                     ) -> tuple[AuditSettings | None, tuple[AuditSpec, ...]]:
-    """Validate a suite's ``audit:`` and ``audits:``; errors go to ``errs`` (all of them)."""
+    """Validate a suite's ``audit:`` and ``audits:``; errors go to ``errs`` (all of them).
+    ``base``: the directory relative file names in problem parameters are resolved against."""
     if "audits" not in raw:
         if "audit" in raw:
             errs.add("audit", "settings without audits: add an audits: list or remove audit:")
@@ -300,7 +313,7 @@ def validate_audits(errs: Errors, raw: Mapping[str, Any],
     out: list[AuditSpec] = []
     names: set[str] = set()
     for i, entry in enumerate(entries):
-        spec = _validate_audit(errs, f"audits[{i}]", entry, settings)
+        spec = _validate_audit(errs, f"audits[{i}]", entry, settings, base)
         if spec is None:
             continue
         if spec.name in names:

@@ -302,7 +302,7 @@ def _check_rate_card(errs: Errors, path: str, name: str, instance: Any) -> None:
 
 
 def _validate_experiment(errs: Errors, path: str, raw: Any, default_seeds: int,
-                         ) -> Experiment | None:
+                         base: Path | None = None) -> Experiment | None:
     if not isinstance(raw, dict):
         errs.add(path, "must be a mapping with name, problems, algorithms and grid")
         return None
@@ -380,12 +380,22 @@ def _validate_experiment(errs: Errors, path: str, raw: Any, default_seeds: int,
     problem_specs: list[ProblemSpec] = []
     for lab, nm, params, cls in probs:
         try:
-            resolved = cls(**params, **{a: grid[a][0] for a, r in routing.items()
-                                        if r == "problem" and a in grid}).get_params()
+            # Files a problem names are resolved against the suite's directory (docs/datasets.md).
+            params = cls.locate(params, base if base is not None else Path.cwd())
+            instance = cls(**params, **{a: grid[a][0] for a, r in routing.items()
+                                        if r == "problem" and a in grid})
+            resolved = instance.get_params()
             fixed = {k: resolved[k] for k in resolved if routing.get(k) != "problem"}
             problem_specs.append(ProblemSpec(lab, nm, fixed, cls))
         except UserInputError as exc:
             errs.add(f"{path}.problems[{lab}].params", str(exc))
+            continue
+        try:
+            refused = dict(instance.check_grid(grid))
+        except Exception as exc:  # noqa: BLE001 (plugin code: reported, not raised)
+            refused = {"": f"{nm}.check_grid() fails: {type(exc).__name__}: {str(exc)[:300]}"}
+        for axis, message in refused.items():
+            errs.add(f"{path}.grid{'.' if axis else ''}{axis}", message)
     algo_specs: list[AlgorithmSpec] = []
     deltas = grid.get("delta", [])
     for lab, nm, params, cls in algos:
@@ -497,8 +507,12 @@ def expect_variables() -> tuple[str, ...]:
     return FLOAT_VARS
 
 
-def parse_suite(text: str, source: str = "<suite>") -> Suite:
-    """Parse and validate suite text; raise :class:`SuiteError` listing every problem found."""
+def parse_suite(text: str, source: str = "<suite>", base: str | Path | None = None) -> Suite:
+    """Parse and validate suite text; raise :class:`SuiteError` listing every problem found.
+
+    ``base`` is the directory relative file names in problem parameters are resolved against
+    (:meth:`dpbench.core.problem.Problem.locate`): the suite file's directory for
+    :func:`load_suite`, else the working directory."""
     if len(text) > MAX_SUITE_BYTES:
         raise SuiteError(source, [f"the suite is {len(text)} characters long; at most "
                                   f"{MAX_SUITE_BYTES} are allowed"])
@@ -544,7 +558,8 @@ def parse_suite(text: str, source: str = "<suite>") -> Suite:
         exps_raw = []
     names: set[str] = set()
     for i, e in enumerate(exps_raw):
-        exp = _validate_experiment(errs, f"experiments[{i}]", e, seeds)
+        exp = _validate_experiment(errs, f"experiments[{i}]", e, seeds,
+                                   Path(base) if base is not None else None)
         if exp is None:
             continue
         if exp.name in names:
@@ -563,7 +578,7 @@ def parse_suite(text: str, source: str = "<suite>") -> Suite:
                  f"the suite has {total:,} cells, more than max_cells = {max_cells:,}; shrink the "
                  f"grids or seeds, or set max_cells (at most {MAX_CELLS_HARD:,}) to run it "
                  "(docs/reliability.md, 'Size limits')")
-    settings, audits = validate_audits(errs, raw)
+    settings, audits = validate_audits(errs, raw, Path(base) if base is not None else None)
     if errs.items:
         raise SuiteError(source, errs.items)
     return Suite(name, str(raw.get("description", "")), root_seed,
@@ -582,4 +597,4 @@ def load_suite(path: str | Path) -> Suite:
     except UnicodeDecodeError as exc:
         raise SuiteError(str(path), [f"not UTF-8 text: byte {exc.object[exc.start]:#04x} at "
                                      f"offset {exc.start}; save the suite as UTF-8"]) from None
-    return parse_suite(text, str(path))
+    return parse_suite(text, str(path), path.resolve().parent)

@@ -21,6 +21,13 @@ poisoning-style canaries; Nasr et al. 2021 for worst-case neighbours):
 * ``lower_bound`` — the problem's own generated data, D′ with row 0 negated (labels kept): the
   construction of the BST14 lower-bound instances and of the check harness
   (:func:`negated_row_pair`, shared with :mod:`dpbench.testing`).
+* ``zero`` — D as for ``sphere``; D′ replaces the canary by the zero record (same label). For a
+  margin loss φ(y⟨θ, x⟩) the negation and the label flip leave the canary's Hessian φ''·xxᵀ
+  unchanged (φ'' is even), so those pairs never exercise the Jacobian (curvature) term of
+  objective perturbation's privacy proof (Chaudhuri–Monteleoni–Sarwate 2011, Thm 9); this pair
+  changes it by the whole rank-one term (docs/diffprivlib.md, where it is the pair that shows a
+  mis-scaled correction). Applies to problems that declare a finite ``data_norm``: the ball
+  ‖x‖ ≤ data_norm, zero included, is then the universe the constants are proved over.
 * ``outlier`` — like ``sphere`` with the canary at norm ``OUTLIER_FACTOR``·r, far outside the
   declared data norm. No mechanism is private for such a record unless it enforces the bound
   itself, so the canary applies only to algorithms declaring ``clips_gradients = True``
@@ -44,7 +51,7 @@ from .problem import Dataset, Problem
 __all__ = ["CANARIES", "OUTLIER_FACTOR", "NeighbourPair", "canary_not_applicable_reason",
            "negated_row_pair", "neighbouring_pair"]
 
-CANARIES: tuple[str, ...] = ("sphere", "label_flip", "lower_bound", "outlier")
+CANARIES: tuple[str, ...] = ("sphere", "label_flip", "lower_bound", "outlier", "zero")
 
 #: Norm of the ``outlier`` canary, in multiples of the data norm.
 OUTLIER_FACTOR = 1000.0
@@ -146,6 +153,12 @@ def neighbouring_pair(problem: Problem, n: int, p: int, canary: str,
     if canary == "label_flip" and base.y is None:
         raise NotApplicable(f"canary 'label_flip' needs a labelled problem; {problem.name!r} "
                             "generates no labels")
+    if canary == "zero":
+        bound = problem.data_bounds().get("data_norm")
+        if bound is None or not np.isfinite(bound):
+            raise NotApplicable(f"canary 'zero' needs a problem that declares a finite data_norm "
+                                f"(the zero record is then in its universe); {problem.name!r} "
+                                "declares none")
     factor = OUTLIER_FACTOR if canary == "outlier" else 1.0
     x, r = _canary_row(problem, base, factor)
     y = None if base.y is None else 1.0
@@ -153,6 +166,9 @@ def neighbouring_pair(problem: Problem, n: int, p: int, canary: str,
     if canary == "label_flip":
         d1 = base.replace_row(0, x, -1.0)
         what = "D′ flips the canary's label"
+    elif canary == "zero":
+        d1 = base.replace_row(0, np.zeros_like(x), y)
+        what = "D′ replaces the canary by the zero record"
     else:
         d1 = base.replace_row(0, -x, y)
         what = "D′ negates the canary"

@@ -23,7 +23,7 @@ import math
 import numbers
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import Any, Callable, ClassVar
 
 from .errors import UserInputError, did_you_mean
 
@@ -57,6 +57,10 @@ class Param:
     none: str | None = None
     alternatives: tuple[Param, ...] = ()
     identity_of_none: Any = None
+    #: What seed streams and fingerprints see instead of the value, when it is not the value
+    #: itself: a pure function of the value (e.g. a data file's path, which may move, mapped to
+    #: its format only, the content entering the identity through a digest parameter).
+    identity: Callable[[Any], Any] | None = None
 
     def describe(self) -> str:
         """Human-readable description of the allowed values."""
@@ -151,11 +155,14 @@ def resolve_params(owner: str, declared: Mapping[str, Param], given: Mapping[str
 
 def identity_params(declared: Mapping[str, Param], values: Mapping[str, Any]) -> dict[str, Any]:
     """``values`` as seed streams and fingerprints see them: ``None`` of a parameter that declares
-    ``identity_of_none`` is replaced by it (the sentinel that spelled its default before)."""
+    ``identity_of_none`` is replaced by it (the sentinel that spelled its default before), and
+    the value of a parameter that declares ``identity`` by ``identity(value)``."""
     out = dict(values)
     for name, spec in declared.items():
         if out.get(name, 0) is None and spec.identity_of_none is not None:
             out[name] = spec.identity_of_none
+        elif spec.identity is not None and name in out:
+            out[name] = spec.identity(out[name])
     return out
 
 

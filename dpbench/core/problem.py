@@ -20,13 +20,19 @@ change. It implements:
   (``has_population = True``);
 * optionally ``kernel()`` (compiled loss and gradient), ``__dpbench_tags__()`` (declared
   capabilities, :mod:`dpbench.core.tags`) and exact samplers registered in
-  :mod:`dpbench.core.exact_samplers`.
+  :mod:`dpbench.core.exact_samplers`;
+* optionally, for problems backed by a data set (docs/datasets.md): ``dimension`` (the one p its
+  data have), ``check_grid(grid)`` (the grid values it cannot run on, reported by suite
+  validation) and ``locate(params, base)`` (file parameters resolved against the suite's
+  directory).
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
@@ -170,6 +176,32 @@ class Problem(Parametrized):
                                  f"is one of the core constants {CORE_CONSTANTS}")
             out[name] = float(value)
         return out
+
+    # --- what the data allow (problems backed by a data set) ---------------------------------
+    @property
+    def dimension(self) -> int | None:
+        """The one dimension p this problem's data have (a data set's number of columns), or
+        ``None`` when :meth:`generate` accepts any p (the synthetic laws)."""
+        return None
+
+    def check_grid(self, grid: Mapping[str, Sequence[Any]]) -> dict[str, str]:
+        """The grid values this problem cannot run on: axis name → message (default: only a
+        ``p`` other than :attr:`dimension`). Suite validation reports each message at
+        ``experiments[i].grid.<axis>`` before anything is created."""
+        dim = self.dimension
+        if dim is None:
+            return {}
+        bad = [v for v in grid.get("p", ()) if int(v) != dim]
+        if not bad:
+            return {}
+        return {"p": f"problem {self.name!r} has data of dimension {dim}: p must be [{dim}], "
+                     f"got {list(grid['p'])}"}
+
+    @classmethod
+    def locate(cls, params: Mapping[str, Any], base: Path) -> dict[str, Any]:
+        """The given parameters with every file they name resolved against ``base`` (the
+        directory of the suite file), before the problem is instantiated; default unchanged."""
+        return dict(params)
 
     # --- data and losses ----------------------------------------------------------------------
     def generate(self, n: int, p: int, rng: np.random.Generator) -> Dataset:

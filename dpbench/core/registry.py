@@ -56,6 +56,7 @@ _BUILTIN: dict[str, dict[str, str]] = {
         "iterated_exp_mech": "dpbench.algorithms.iterated_exp_mech:IteratedExpMech",
         "noisy_mirror_descent": "dpbench.algorithms.noisy_mirror_descent:NoisyMirrorDescent",
         "langevin": "dpbench.algorithms.langevin:Langevin",
+        "private_frank_wolfe": "dpbench.algorithms.private_frank_wolfe:PrivateFrankWolfe",
     },
     "problems": {
         "lb_lin": "dpbench.problems.lb_lin:LBLin",
@@ -71,6 +72,10 @@ _BUILTIN: dict[str, dict[str, str]] = {
         "lin_ball": "dpbench.problems.lin_ball:LinBall",
         "lin_cube": "dpbench.problems.lin_cube:LinCube",
         "flat_1d": "dpbench.problems.flat_1d:Flat1D",
+        "real_logistic": "dpbench.problems.real_data:RealLogistic",
+        "real_hinge": "dpbench.problems.real_data:RealHinge",
+        "real_least_squares": "dpbench.problems.real_data:RealLeastSquares",
+        "lasso": "dpbench.problems.lasso:Lasso",
     },
 }
 

@@ -6,8 +6,11 @@ in Rᵖ, y = sign⟨w*, x⟩ with w* = e₁, and each label is flipped independe
 ⟨θ, x⟩) and the ball C, so a fixed direction w* = e₁ is exactly as hard as any other.
 
 Both problems are margin losses ℓ(θ; x, y) = φ(y⟨θ, x⟩) + (ridge/2)‖θ‖² with |φ'| ≤ 1 on the ball
-of radius R; :class:`MarginLossProblem` implements everything they share (parameters, constants,
-data, losses, gradients, population excess) and asks subclasses for φ, φ' and ``solve``.
+of radius R. :class:`MarginLoss` implements what every margin loss shares whatever its data
+(constants over the universe ‖x‖ ≤ ``feature_norm``, losses, gradients, kernel, tags);
+:class:`MarginLossProblem` adds this law (parameters, data, population excess) and asks
+subclasses for φ, φ' and ``solve``. The dataset-backed problems of
+:mod:`dpbench.problems.real_data` reuse the same φ with another data source.
 
 Population risk (BST14 Appendix F) has no closed form here, so it is a Monte Carlo estimate on a
 fixed "population sample" of N = ``population_sample`` points drawn from
@@ -30,8 +33,8 @@ from ..core.sets import Ball, ConstraintSet
 from ..core.tags import ProblemTags
 from ..numerics.kernels import HINGE, LOGISTIC, LossKernel
 
-__all__ = ["LAW_PARAMS", "MarginLossProblem", "draw_linear_law", "population_optimum",
-           "population_sample"]
+__all__ = ["LAW_PARAMS", "MarginLoss", "MarginLossProblem", "draw_linear_law",
+           "population_optimum", "population_sample"]
 
 LAW_PARAMS: dict[str, Param] = {
     "radius": Param(1.0, low=0.0, low_open=True, doc="radius R of the ball C (diameter 2R)"),
@@ -66,21 +69,17 @@ def _rows(data: Dataset, idx: np.ndarray | None) -> tuple[np.ndarray, np.ndarray
     return data.X[idx], data.y[idx]
 
 
-class MarginLossProblem(Problem):
-    """ℓ(θ; x, y) = φ(y⟨θ, x⟩) + (ridge/2)‖θ‖² on a ball, data from the linear law.
+class MarginLoss(Problem):
+    """ℓ(θ; x, y) = φ(y⟨θ, x⟩) + (ridge/2)‖θ‖² on the ball of radius ``radius``, whatever the data.
 
-    Subclasses define ``_phi`` (φ) and ``_dphi`` (φ', with |φ'| ≤ 1) and ``solve``.
-    Constants over the universe ‖x‖ = x_norm, θ ∈ C: L = x_norm + ridge·R, Δ = ridge.
+    Subclasses define ``_phi`` (φ) and ``_dphi`` (φ', with |φ'| ≤ 1), ``solve``, the data
+    (``generate``, ``params``) and ``feature_norm``, the bound on ‖x‖ over their data universe
+    (labels are ±1). Constants over that universe and θ ∈ C: L = feature_norm + ridge·R,
+    Δ = ridge.
     """
 
-    has_population: ClassVar[bool] = True
-    params: ClassVar[dict[str, Param]] = LAW_PARAMS
-
     radius: float
-    x_norm: float
-    label_noise: float
     ridge: float
-    population_sample: int
 
     # --- to be provided by subclasses ---------------------------------------------------------
     @staticmethod
@@ -91,6 +90,11 @@ class MarginLossProblem(Problem):
     def _dphi(margins: np.ndarray) -> np.ndarray:
         raise NotImplementedError
 
+    @property
+    def feature_norm(self) -> float:
+        """A bound on ‖x‖ of every feature vector of the data universe (a public parameter)."""
+        raise NotImplementedError
+
     # --- shared implementation ----------------------------------------------------------------
     @property
     def constraint(self) -> ConstraintSet:
@@ -98,20 +102,17 @@ class MarginLossProblem(Problem):
 
     @property
     def lipschitz(self) -> float:
-        """L = x_norm + ridge·R: |φ'| ≤ 1, ‖x‖ = x_norm and ‖ridge·θ‖ ≤ ridge·R on C."""
-        return self.x_norm + self.ridge * self.radius
+        """L = feature_norm + ridge·R: |φ'| ≤ 1, ‖x‖ ≤ feature_norm and ‖ridge·θ‖ ≤ ridge·R on C."""
+        return self.feature_norm + self.ridge * self.radius
 
     @property
     def strong_convexity(self) -> float:
         return self.ridge
 
     def data_bounds(self) -> dict[str, float]:
-        """‖x‖ = x_norm for every feature vector and labels y ∈ {−1, +1}: the universe L is
-        proved over."""
-        return {"data_norm": float(self.x_norm), "label_bound": 1.0}
-
-    def generate(self, n: int, p: int, rng: np.random.Generator) -> Dataset:
-        return draw_linear_law(n, p, rng, self.x_norm, self.label_noise)
+        """‖x‖ ≤ feature_norm for every feature vector and labels y ∈ {−1, +1}: the universe L
+        is proved over."""
+        return {"data_norm": float(self.feature_norm), "label_bound": 1.0}
 
     def _ridge_term(self, theta: np.ndarray) -> float:
         return 0.5 * self.ridge * float(theta @ theta)
@@ -147,6 +148,30 @@ class MarginLossProblem(Problem):
         perturbation's privacy calibration. Subclasses that define φ re-declare it (the claim
         does not survive an override of ``_phi``/``_dphi``, :func:`dpbench.core.tags.get_tags`)."""
         return ProblemTags(hessian_rank=1, gradient_shift_dim=2)
+
+
+
+class MarginLossProblem(MarginLoss):
+    """A margin loss (:class:`MarginLoss`) with data from the linear law.
+
+    Subclasses define ``_phi``, ``_dphi`` and ``solve``. The universe: ‖x‖ = x_norm, so
+    L = x_norm + ridge·R, Δ = ridge.
+    """
+
+    has_population: ClassVar[bool] = True
+    params: ClassVar[dict[str, Param]] = LAW_PARAMS
+
+    x_norm: float
+    label_noise: float
+    population_sample: int
+
+    @property
+    def feature_norm(self) -> float:
+        """Every feature vector has norm exactly x_norm."""
+        return self.x_norm
+
+    def generate(self, n: int, p: int, rng: np.random.Generator) -> Dataset:
+        return draw_linear_law(n, p, rng, self.x_norm, self.label_noise)
 
     def population_excess(self, theta: np.ndarray, p: int, n: int | None = None) -> float:
         """Monte Carlo excess population risk on the fixed sample of size N (module docstring).

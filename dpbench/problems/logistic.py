@@ -38,8 +38,9 @@ class Logistic(MarginLossProblem):
 
     @property
     def smoothness(self) -> float:
-        """β = x_norm²/4 + ridge: the logistic φ'' ≤ 1/4 and ‖x‖ = x_norm."""
-        return self.x_norm**2 / 4.0 + self.ridge
+        """β = feature_norm²/4 + ridge: the logistic φ'' ≤ 1/4 and ‖x‖ ≤ feature_norm (x_norm
+        for the linear law)."""
+        return self.feature_norm**2 / 4.0 + self.ridge
 
     @staticmethod
     def _phi(margins: np.ndarray) -> np.ndarray:

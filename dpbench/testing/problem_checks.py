@@ -50,7 +50,10 @@ def _as_problem(problem: Problem | type[Problem]) -> Problem:
 
 
 def _check_dimension(problem: Problem, n: int, p: int | None, seed: int) -> tuple[int, Dataset]:
-    """(p, data): the given p, else the first of 3, 1 that the problem's generator accepts."""
+    """(p, data): the given p, else the problem's own ``dimension`` (a data set's), else the
+    first of 3, 1 that the problem's generator accepts."""
+    if p is None:
+        p = problem.dimension
     if p is not None:
         return p, _data(problem, n, p, seed)
     for q in (3, 1):
@@ -395,7 +398,8 @@ PROBLEM_CHECKS: tuple[Callable[..., None], ...] = (
 def check_problem(problem: Problem | type[Problem], *, n: int = 40, p: int | None = None,
                   seed: int = 0, skip: Iterable[str] = ()) -> None:
     """Run every check of :data:`PROBLEM_CHECKS` (except those in ``skip``) on the problem, in
-    dimension p (default: 3, or 1 when its law refuses 3) on n rows of data seed ``seed``; raise
+    dimension p (default: the problem's ``dimension`` when its data fix one, else 3, or 1 when
+    its law refuses 3) on n rows of data seed ``seed``; raise
     the first ``AssertionError``, prefixed with the check's name."""
     problem = _as_problem(problem)
     skip = set(skip)

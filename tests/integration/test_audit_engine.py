@@ -140,7 +140,7 @@ def test_validation_lists_every_error_with_field_and_allowed_values() -> None:
             "audit.batch: must be an even integer >= 2, got 7",
             "audit.color: unknown field; allowed: alpha, runs, batch",
             "audits[0].canaries[1]: unknown canary 'moon'; allowed: sphere, label_flip, "
-            "lower_bound, outlier",
+            "lower_bound, outlier, zero",
             "audits[0].grid.q: unknown audit axis; allowed: n, p, epsilon, delta",
             "audits[0].grid.p: required axis is missing",
             "audits[0].grid.n[0]: n must be an integer >= 2, got 1",
@@ -162,7 +162,7 @@ def test_defaults_tiny_n_every_canary_and_settings() -> None:
     """))
     (a,) = suite.audits
     assert a.grid["n"] == [2, 3, 5, 10] and a.grid["delta"] == [0.0]
-    assert a.canaries == ("sphere", "label_flip", "lower_bound", "outlier")
+    assert a.canaries == ("sphere", "label_flip", "lower_bound", "outlier", "zero")
     # output_perturbation has run_batch: the vectorised default budget (docs/audit.md, 'Budget')
     assert (suite.audit.alpha, a.runs, a.batch, a.expect) == (0.05, 1_000_000, 50_000, "private")
     assert suite.experiments == ()

@@ -162,6 +162,26 @@ def _other_store(d: Path) -> None:
                  "--quiet"]) == 0
 
 
+def _real(params: dict, grid: dict | None = None, problem: str = "real_logistic") -> dict:
+    """A suite whose problem is a dataset-backed one (docs/datasets.md)."""
+    return _exp(problems=[{"problem": problem, "params": params}],
+                algorithms=[{"algorithm": "nonprivate_erm"}],
+                grid=grid or {"n": [10, 20], "p": [2], "epsilon": [1.0]})
+
+
+def _data(name: str, text: str) -> Callable[[Path], None]:
+    """Write a data file next to the suite (relative paths are resolved against its directory)."""
+    return lambda d: (d / name).write_text(text)
+
+
+def _npz(d: Path) -> None:
+    import numpy as np
+
+    np.savez(d / "d.npz", features=np.zeros((6, 2)), y=np.arange(6) % 2)
+
+
+_CSV = "a,b,label\n" + "".join(f"{i % 3}.5,{i}.25,{i % 2}\n" for i in range(12))
+
 BAD_INPUTS: tuple[Bad, ...] = (
     # --- the suite file ------------------------------------------------------------------------
     Bad("suite-missing", "suite file does not exist", "cannot read", None),
@@ -218,6 +238,38 @@ BAD_INPUTS: tuple[Bad, ...] = (
     Bad("plugin-bad-rate-card", "a plugin whose rate card is outside the grammar",
         "bad_card_mechanism.rate_card() fails",
         _exp(algorithms=[{"algorithm": "bad_card_mechanism"}]), setup=_bad_card_plugin),
+    # --- dataset-backed problems ------------------------------------------------------------------
+    Bad("dataset-name", "a data set name without a known kind", "is not a data set name",
+        _real({"dataset": "xls:d.xls"})),
+    Bad("dataset-missing-file", "a data file that does not exist", "cannot read",
+        _real({"dataset": "csv:nope.csv"})),
+    Bad("dataset-sklearn-unknown", "an unknown scikit-learn data set", "breast_cancer",
+        _real({"dataset": "sklearn:breast_cancr"})),
+    Bad("dataset-label-column", "a CSV label column that does not exist", "no column named",
+        _real({"dataset": "csv:d.csv", "label_column": "target"}), setup=_data("d.csv", _CSV)),
+    Bad("dataset-not-numeric", "a CSV feature cell that is not a number", "not a number",
+        _real({"dataset": "csv:d.csv"}), setup=_data("d.csv", _CSV + "x,1,0\n")),
+    Bad("dataset-nan-row", "a CSV row with a missing value", "missing or non-finite",
+        _real({"dataset": "csv:d.csv"}), setup=_data("d.csv", _CSV + "1,,0\n")),
+    Bad("dataset-ragged", "a CSV row with too few fields", "fields",
+        _real({"dataset": "csv:d.csv"}), setup=_data("d.csv", _CSV + "1,0\n")),
+    Bad("dataset-one-class", "labels of a single class", "single class",
+        _real({"dataset": "csv:d.csv"}),
+        setup=_data("d.csv", "a,b,label\n" + "1,2,1\n3,4,1\n5,6,1\n7,8,1\n")),
+    Bad("dataset-multiclass", "three classes without positive", "name the positive class",
+        _real({"dataset": "sklearn:iris"}, {"n": [10], "p": [4], "epsilon": [1.0]})),
+    Bad("dataset-npz-array", "an NPZ archive without the features array", "has no array 'X'",
+        _real({"dataset": "npz:d.npz"}), setup=_npz),
+    Bad("dataset-svmlight", "an svmlight line that is not index:value", "not index:value",
+        _real({"dataset": "svmlight:d.txt"}), setup=_data("d.txt", "1 1:0.5 2:1\n-1 1-0.5\n")),
+    Bad("dataset-sha256", "a pinned digest the data do not have", "not the pinned",
+        _real({"dataset": "csv:d.csv", "sha256": "0" * 64}), setup=_data("d.csv", _CSV)),
+    Bad("dataset-grid-p", "grid p other than the data's dimension", "p must be [2]",
+        _real({"dataset": "csv:d.csv"}, {"n": [5], "p": [3], "epsilon": [1.0]}),
+        setup=_data("d.csv", _CSV)),
+    Bad("dataset-grid-n", "grid n above the training pool", "n must be at most 8",
+        _real({"dataset": "csv:d.csv"}, {"n": [5, 9], "p": [2], "epsilon": [1.0]}),
+        setup=_data("d.csv", _CSV)),
     # --- options --------------------------------------------------------------------------------
     Bad("workers-negative", "--workers -1", "--workers must be >= 0", GOOD,
         args=("--workers", "-1")),

@@ -72,8 +72,9 @@ def _problem_variants(cls: type[Problem]) -> list[Problem]:
 
 
 def _generate_any_p(problem: Problem, n: int, rng: np.random.Generator) -> tuple[int, Dataset]:
-    """Data in dimension 5, or in the smallest dimension the problem accepts (e.g. 1-D problems)."""
-    for p in (5, 1, 2, 3):
+    """Data in dimension 5, or in the smallest dimension the problem accepts (e.g. 1-D problems);
+    a dataset-backed problem in the one dimension its data have."""
+    for p in ((problem.dimension,) if problem.dimension is not None else (5, 1, 2, 3)):
         try:
             return p, problem.generate(n, p, rng)
         except NotApplicable:

@@ -493,6 +493,7 @@ DEFAULT_BOUNDS: dict[str, dict[str, float]] = {
     "hinge_svm": {"data_norm": 1.0, "label_bound": 1.0},
     "hub_1d": {"data_norm": 1.0, "label_bound": 1.0},
     "kink_sc": {"data_norm": 0.3},
+    "lasso": {"data_norm": 1.0, "label_bound": 1.0},
     "lb_lin": {"data_norm": 1.0},
     "lb_quad": {"data_norm": 1.0},
     "lin_ball": {"data_norm": 1.0},
@@ -501,6 +502,9 @@ DEFAULT_BOUNDS: dict[str, dict[str, float]] = {
     "logistic": {"data_norm": 1.0, "label_bound": 1.0},
     "mean_est": {"data_norm": 0.75},
     "median": {"data_norm": 1.0},
+    "real_hinge": {"data_norm": 1.0, "label_bound": 1.0},
+    "real_least_squares": {"data_norm": 1.0, "label_bound": 1.0},
+    "real_logistic": {"data_norm": 1.0, "label_bound": 1.0},
     "sep_abs": {"data_norm": math.inf},         # Gaussian data: documented as unbounded
 }
 
@@ -525,8 +529,8 @@ def test_public_constants_of_shipped_problems(name: str) -> None:
     for key, value in bounds.items():
         assert value > 0 and (math.isfinite(value) or (name, key) == ("sep_abs", "data_norm"))
     # a bound on labels is declared exactly by the problems that generate labels
-    labelled = problem.generate(4, 1 if name in ("flat_1d", "hub_1d") else 3,
-                                np.random.default_rng(0)).y is not None
+    dim = problem.dimension or (1 if name in ("flat_1d", "hub_1d") else 3)  # a data set's own p
+    labelled = problem.generate(4, dim, np.random.default_rng(0)).y is not None
     assert ("label_bound" in bounds) == labelled
     check_problem_bounds(problem)
 

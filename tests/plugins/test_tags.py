@@ -42,6 +42,7 @@ from dpbench.problems.lb_quad import LBQuad
 from dpbench.problems.lin_ball import LinBall
 from dpbench.problems.logistic import Logistic
 from dpbench.problems.mean_est import MeanEst
+from dpbench.problems.real_data import RealHinge, RealLeastSquares, RealLogistic
 
 ALGORITHMS = Path(__file__).resolve().parents[2] / "dpbench" / "algorithms"
 
@@ -65,13 +66,18 @@ def _draws(draw, seed: int = 3, k: int = 5) -> np.ndarray:  # type: ignore[no-un
     (MeanEst(radius=3.0, mean_norm=1.0, spread=0.5),
      ProblemTags(isotropic_quadratic=(1.5, 3.0), closed_form="mean_est")),
     (KinkSC(), ProblemTags(closed_form="kink_sc")),
+    (RealLogistic(ridge=0.2),
+     ProblemTags(hessian_rank=1, gradient_shift_dim=2, softplus_margin=0.2)),
+    (RealHinge(), ProblemTags(hessian_rank=1, gradient_shift_dim=2)),
+    (RealLeastSquares(), ProblemTags(hessian_rank=1, gradient_shift_dim=2)),
 ], ids=lambda v: getattr(v, "name", "") if isinstance(v, Problem) else "")
 def test_builtin_tags(problem: Problem, expected: ProblemTags) -> None:
     assert get_tags(problem) == expected
 
 
 def test_other_builtins_claim_nothing() -> None:
-    tagged = {"logistic", "hinge_svm", "lb_lin", "lb_quad", "mean_est", "kink_sc"}
+    tagged = {"logistic", "hinge_svm", "lb_lin", "lb_quad", "mean_est", "kink_sc",
+              "real_logistic", "real_hinge", "real_least_squares"}
     for name, cls in registry.available("problems").items():
         if name not in tagged:
             assert get_tags(cls()) == ProblemTags(), name

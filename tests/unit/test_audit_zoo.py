@@ -36,7 +36,8 @@ def test_pairs_differ_in_exactly_one_row(problem: str, n: int) -> None:
         try:
             pair = neighbouring_pair(prob, n, 2, canary, np.random.default_rng(n))
         except NotApplicable as exc:
-            assert canary == "label_flip" and "labelled" in str(exc)
+            assert (canary == "label_flip" and "labelled" in str(exc)) or (
+                canary == "zero" and "data_norm" in str(exc)), (canary, str(exc))
             continue
         assert isinstance(pair, NeighbourPair) and pair.canary == canary
         assert pair.d0.X.shape == pair.d1.X.shape == (n, 2)
@@ -75,6 +76,26 @@ def test_label_flip_flips_only_the_label() -> None:
     assert np.array_equal(pair.d0.X, pair.d1.X)
     assert pair.d0.y[0] == 1.0 and pair.d1.y[0] == -1.0
     assert np.array_equal(pair.d0.y[1:], pair.d1.y[1:])
+
+
+def test_zero_canary_replaces_the_canary_by_the_zero_record() -> None:
+    """The ``zero`` pair changes the canary's Hessian φ''·xxᵀ, which negation and label flips
+    leave unchanged for a margin loss (docs/audit.md): same label, row 0 zero in D′."""
+    prob = get_problem("logistic")(x_norm=4.0)
+    pair = neighbouring_pair(prob, 5, 3, "zero", np.random.default_rng(4))
+    assert np.linalg.norm(pair.d0.X[0]) == pytest.approx(4.0)
+    assert np.array_equal(pair.d1.X[0], np.zeros(3)) and pair.d1.y[0] == pair.d0.y[0] == 1.0
+    assert np.array_equal(pair.d0.X[1:], pair.d1.X[1:])
+    hessian = [np.outer(d.X[0], d.X[0]) for d in (pair.d0, pair.d1)]
+    negated = neighbouring_pair(prob, 5, 3, "sphere", np.random.default_rng(4))
+    assert np.allclose(np.outer(negated.d1.X[0], negated.d1.X[0]), hessian[0])
+    assert not np.allclose(hessian[1], hessian[0])
+    undeclared = [name for name in ("sep_abs",)  # data_norm = inf: an unbounded universe
+                  if not math.isfinite(get_problem(name)().data_bounds().get("data_norm", math.inf))]
+    assert undeclared, "sep_abs declares a finite data_norm now: test the refusal another way"
+    for name in undeclared:
+        with pytest.raises(NotApplicable, match="data_norm"):
+            neighbouring_pair(get_problem(name)(), 4, 1, "zero", np.random.default_rng(0))
 
 
 def test_run_audit_batch_is_deterministic() -> None:

@@ -22,7 +22,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("foundation", ("_version", "privacy", "theory")),
     ("core", ("core",)),
     ("numerics", ("numerics",)),
-    ("plugins", ("algorithms", "problems")),
+    ("plugins", ("algorithms", "problems", "datasets")),
     ("configuration", ("config",)),
     ("store", ("store",)),
     ("engine", ("engine",)),
