@@ -144,6 +144,7 @@ def test_laplace_selection_records_the_certified_and_paper_scales() -> None:
     assert out.ledger.epsilon <= 1.0
 
 
+@pytest.mark.slow
 def test_run_batch_has_the_law_of_run() -> None:
     prob, alg = Lasso(), PrivateFrankWolfe(steps=3)
     data = prob.generate(4, 2, np.random.default_rng(0))
