@@ -57,6 +57,24 @@ def test_exact_zero_pair_exceeds_the_claim_at_data_norm_12():
     assert true_epsilon(d0, neg, shipped_calibration(1.0, q, 1.0), grid)[0] < 0.5
 
 
+def test_planned_event_predicts_detection_at_1e5_runs_and_not_for_the_fix():
+    """scripts/jacobian_audit.py --fixed-event fixes the interval from the exact law of the
+    public calibration (no run looked at): at 10⁵ runs per side its expected Clopper–Pearson
+    bound exceeds the claimed ε = 1 for diffprivlib's calibration (the measured 1.253 in
+    docs/diffprivlib.md), and stays below it for CMS11's."""
+    sys.path.insert(0, str(PACKAGE / "scripts"))
+    try:
+        import jacobian_audit
+    finally:
+        sys.path.remove(str(PACKAGE / "scripts"))
+    d0, d1 = jacobian_audit.pair(12.0)
+    t1, t2, planned = jacobian_audit.planned_interval(d0, d1, shipped_calibration(1.0, 12.0, 1.0),
+                                                      100_000, 0.025)
+    assert t1 < 0.0214 < t2 and planned > 1.15
+    assert jacobian_audit.planned_interval(d0, d1, cms11_calibration(1.0, 12.0, 1.0), 100_000,
+                                           0.025)[2] < 0.5
+
+
 def test_logistic_mapping_objective_and_padding():
     """C = 1/(n·ridge); the padded public zero records leave the release unchanged (law and, up to
     L-BFGS's stopping point, value); θ inside C; diffprivlib never computes data_norm itself."""
