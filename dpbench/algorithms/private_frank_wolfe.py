@@ -16,8 +16,10 @@ Algorithm, on C = conv(S) (``constraint.vertices``, e.g. the ℓ1 ball, S = {±r
 Sensitivity (replace-one neighbours, [derived], docs/frank-wolfe.md): replacing one record moves
 gₜ by (∇ℓ(θₜ; d′) − ∇ℓ(θₜ; d))/n, so each score by at most
 Δ = 2·L∞·‖C‖₁/n, where L∞ ≥ ‖∇ℓ(θ; d)‖∞ over C and the universe and ‖C‖₁ = max_{s∈S}‖s‖₁
-(``constraint.l1_radius``). The public bound used for L∞ is the declared Euclidean Lipschitz
-constant L (‖·‖∞ ≤ ‖·‖₂); the dpbench constants have no smaller ℓ∞ bound.
+(``constraint.l1_radius``). The public bound used for L∞ is the problem's declared ℓ∞ constant
+``L_inf`` (:meth:`dpbench.core.problem.Problem.norm_constants`, a bound over C and the whole data
+universe, e.g. (1 + r)·sup‖x‖∞² for least squares with |y| ≤ 1) when it declares one, else the
+declared Euclidean Lipschitz constant L (‖·‖∞ ≤ ‖·‖₂, valid for every problem).
 
 Selection (``selection``):
 
@@ -40,10 +42,13 @@ composition certified the point).
 
 Number of steps (``steps``): TTZ15's T = (Γ·nε/(L∞‖C‖₁))^{2/3} (rounded up, at least 2) with the
 curvature constant Γ ≤ β·D² (Jaggi 2013, Lemma 7: C_f ≤ diam(C)²·β for β-smooth F, Euclidean
-norms), from the public constants β, D, L.
+norms), from the public constants β, D, L. The same argument in any norm gives C_f ≤ β₁·diam₁(C)²
+with β₁ the smoothness w.r.t. ‖·‖₁ and diam₁(C) ≤ 2‖C‖₁ the ℓ1 diameter; when the problem declares
+``beta_1``, Γ = min(β·D², β₁·(2‖C‖₁)²) (both are valid bounds; on the ℓ1 ball 2‖C‖₁ = D).
 
 Utility (TTZ15): E[F(θ_T)] − min_C F = O(Γ^{1/3}(L∞‖C‖₁)^{2/3} log(n|S|) √log(1/δ)/(nε)^{2/3}),
-average scale; the rate card writes it for the ℓ1 ball (|S| = 2p, ‖C‖₁ = D/2, L∞ ≤ L, Γ ≤ βD²).
+average scale; the rate card writes it for the ℓ1 ball (|S| = 2p, ‖C‖₁ = D/2, Γ ≤ β₁D²) with
+the constants ``L_inf`` and ``beta_1``, which default to L and β when the problem declares none.
 """
 
 from __future__ import annotations
@@ -105,7 +110,7 @@ class PrivateFrankWolfe(Algorithm):
         "selection": Param("exponential", kind="str", choices=("exponential", "laplace"),
                            doc="private vertex choice: exponential mechanism (Gumbel-max) or "
                                "Laplace report-noisy-min at the certified scale 2Δ/ε₀"),
-        "steps": Param(None, kind="int", low=2, none="TTZ15's T = (βD²·nε/(L·‖C‖₁))^{2/3}",
+        "steps": Param(None, kind="int", low=2, none="TTZ15's T = (Γ·nε/(L∞·‖C‖₁))^{2/3}",
                        identity_of_none=0, doc="T (T − 1 private selections)"),
     }
 
@@ -121,9 +126,10 @@ class PrivateFrankWolfe(Algorithm):
 
     @staticmethod
     def _constants(problem: Problem) -> tuple[float, float, float]:
-        """(L∞, ‖C‖₁, Γ) from public constants: L∞ ≤ L, ‖C‖₁ of the set, Γ ≤ β·D²."""
+        """(L∞, ‖C‖₁, Γ) from public constants: L∞ = the declared ``L_inf`` (else L), ‖C‖₁ of the
+        set, Γ ≤ β·D² (and ≤ β₁·(2‖C‖₁)² when ``beta_1`` is declared)."""
         c = problem.constants()
-        linf, beta, D = c["L"], c["beta"], c["D"]
+        linf, beta, D = c.get("L_inf", c["L"]), c["beta"], c["D"]
         if not (math.isfinite(linf) and linf > 0):
             raise NotApplicable(f"private_frank_wolfe: needs a finite Lipschitz bound L, got {linf}")
         if not math.isfinite(beta):
@@ -133,7 +139,10 @@ class PrivateFrankWolfe(Algorithm):
             l1 = float(problem.constraint.l1_radius)
         except NotImplementedError:
             raise NotApplicable("private_frank_wolfe: the constraint set declares no ‖C‖₁") from None
-        return float(linf), l1, float(beta) * float(D) ** 2
+        gamma = float(beta) * float(D) ** 2
+        if "beta_1" in c and math.isfinite(c["beta_1"]):
+            gamma = min(gamma, float(c["beta_1"]) * (2.0 * l1) ** 2)
+        return float(linf), l1, gamma
 
     def n_steps(self, n: int, epsilon: float, problem: Problem) -> int:
         if self.steps is not None:
@@ -234,16 +243,18 @@ class PrivateFrankWolfe(Algorithm):
     # --- theory -------------------------------------------------------------------------------
     def rate_card(self) -> RateCard:
         """TTZ15's utility bound on the ℓ1 ball, average scale: Γ^{1/3}(L∞‖C‖₁)^{2/3}·log(n|S|)·
-        √log(1/δ)/(nε)^{2/3} with Γ = βD², L∞ = L, ‖C‖₁ = D/2, |S| = 2p."""
+        √log(1/δ)/(nε)^{2/3} with Γ = β₁D², ‖C‖₁ = D/2, |S| = 2p, L∞ = ``L_inf`` and β₁ =
+        ``beta_1`` (defaults L and β when the problem declares none: then Γ = βD², L∞ = L)."""
         return RateCard(
-            expression=("(beta*D**2)**(1/3)*(L*D/2)**(2/3)*log(2*n*p)*sqrt(log(1/delta))"
+            expression=("(beta_1*D**2)**(1/3)*(L_inf*D/2)**(2/3)*log(2*n*p)*sqrt(log(1/delta))"
                         "/(n*epsilon)**(2/3)"),
+            defaults={"L_inf": "L", "beta_1": "beta"},
             exponents={"n": -2 / 3, "p": 0, "epsilon": -2 / 3},
             citation=("TTZ15 (Talwar, Thakurta, Zhang, NeurIPS 2015) utility theorem of "
                       "Algorithm 2 with T = (Γnε/(L∞‖C‖₁))^{2/3}; written for the ℓ1 ball"),
             regime=("the ℓ1 ball (‖C‖₁ = D/2, |S| = 2p); the bound ≥ the cap L·D at small nε; "
                     "on other polytopes log(2np) becomes log(n|S|) and D/2 becomes ‖C‖₁"),
-            notes=("Γ ≤ βD² (Jaggi 2013) and L∞ ≤ L are the public bounds the mechanism "
-                   "calibrates with; the log(n|S|) is the high-probability union bound of the "
+            notes=("Γ ≤ β₁D² (Jaggi 2013, in ‖·‖₁) and L∞ are the public bounds the mechanism "
+                   "calibrates with (L∞ = L and β₁ = β unless declared); the log(n|S|) is the high-probability union bound of the "
                    "selection errors (an expectation carries log|S|)."),
         )

@@ -16,6 +16,10 @@ change. It implements:
 * optionally ``data_bounds()``: public bounds on the data universe (:data:`DATA_BOUNDS`: the norm
   of every feature vector, the size of every label) that mechanisms may calibrate with;
   :meth:`Problem.constants` publishes them beside L, D, Delta and beta;
+* optionally ``norm_constants()``: constants of the ℓ1/ℓ∞ geometry (:data:`NORM_CONSTANTS`: an
+  ℓ∞ bound on the gradients, the smoothness with respect to ‖·‖₁) for mechanisms that work in
+  that geometry (private Frank–Wolfe on the ℓ1 ball, docs/frank-wolfe.md); also published by
+  :meth:`Problem.constants` when declared;
 * optionally ``population_excess(theta, p, n)`` when a data law is defined
   (``has_population = True``);
 * optionally ``kernel()`` (compiled loss and gradient), ``__dpbench_tags__()`` (declared
@@ -57,6 +61,20 @@ DATA_BOUNDS: dict[str, str] = {
                  "math.inf when the universe is unbounded",
     "label_bound": "a bound on |y| of every label y (labelled problems only)",
 }
+
+#: Optional constants of the ℓ1/ℓ∞ geometry a problem may declare (:meth:`Problem.norm_constants`),
+#: by name, with their meaning and the default a consumer falls back to when one is not declared
+#: (both defaults are valid bounds: ‖g‖∞ ≤ ‖g‖₂ and ‖h‖₂ ≤ ‖h‖₁).
+NORM_CONSTANTS: dict[str, str] = {
+    "L_inf": "a bound on ‖∇ℓ(θ; d)‖∞ for every θ in C and every d in the data universe "
+             "(default: L)",
+    "beta_1": "per-example smoothness with respect to ‖·‖₁: hᵀ∇²ℓ(θ; d)h ≤ beta_1·‖h‖₁² for every "
+              "θ in C, d in the universe and h (default: beta)",
+}
+
+#: The default of each :data:`NORM_CONSTANTS` entry, as the name of the core constant it falls
+#: back to.
+NORM_DEFAULTS: dict[str, str] = {"L_inf": "L", "beta_1": "beta"}
 
 
 @dataclass(frozen=True)
@@ -165,15 +183,27 @@ class Problem(Parametrized):
         """
         return {}
 
+    def norm_constants(self) -> dict[str, float]:
+        """Declared constants of the ℓ1/ℓ∞ geometry, by name (a subset of :data:`NORM_CONSTANTS`;
+        the default declares nothing, and a consumer then uses :data:`NORM_DEFAULTS`). Like L,
+        they hold over C and the whole data universe, never computed from a data set."""
+        return {}
+
     def constants(self) -> dict[str, float]:
         """The public constants: L, D (diameter), Delta, beta (:data:`CORE_CONSTANTS`), then
-        the declared :meth:`data_bounds`. A rate card may refer to any of them by name."""
+        the declared :meth:`data_bounds`, then the declared :meth:`norm_constants`. A rate card
+        may refer to any of them by name."""
         props = self.properties()
         out = {k: float(props[k]) for k in CORE_CONSTANTS}
         for name, value in self.data_bounds().items():
             if name in out:
                 raise ValueError(f"problem {self.name!r}: data_bounds() declares {name!r}, which "
                                  f"is one of the core constants {CORE_CONSTANTS}")
+            out[name] = float(value)
+        for name, value in self.norm_constants().items():
+            if name not in NORM_CONSTANTS:
+                raise ValueError(f"problem {self.name!r}: norm_constants() declares {name!r}; "
+                                 f"allowed names: {', '.join(NORM_CONSTANTS)}")
             out[name] = float(value)
         return out
 

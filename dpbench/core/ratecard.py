@@ -15,6 +15,9 @@ sums, so its n-exponents drop by one here). It carries
 * ``cap``: the trivial maximum of the excess (``L*D`` on the average scale), used to mark the
   capped regime.
 * ``regime``, ``citation``: where the bound holds and which theorem proves it.
+* ``defaults``: optional constants (such as the ℓ∞ gradient bound ``L_inf`` of
+  :data:`dpbench.core.problem.NORM_CONSTANTS`) with the expression each falls back to when a
+  problem does not declare it.
 """
 
 from __future__ import annotations
@@ -120,10 +123,20 @@ class RateCard:
     scale: str = "average"
     notes: str = ""
     variables: tuple[str, ...] = field(default=("n", "p", "epsilon", "delta"))
+    #: Optional constants and the expression each falls back to when a problem does not declare
+    #: it (e.g. ``{"L_inf": "L"}``: :data:`dpbench.core.problem.NORM_DEFAULTS`).
+    defaults: Mapping[str, str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         _parse(self.expression)
         _parse(self.cap)
+        if not isinstance(self.defaults, Mapping) or len(self.defaults) > 16:
+            raise ValueError("rate card defaults must be a mapping of at most 16 names to "
+                             "expressions")
+        for name, expr in self.defaults.items():
+            if not isinstance(name, str) or not _NAME.fullmatch(name):
+                raise ValueError(f"rate card default: bad name {str(name)[:40]!r}")
+            _parse(expr)
 
     def names(self) -> set[str]:
         """Names the expression and the cap refer to."""
@@ -135,6 +148,16 @@ class RateCard:
         return out
 
     def _eval(self, expression: str, values: Mapping[str, Any]) -> Any:
+        if any(name not in values for name in self.defaults):
+            values = dict(values)
+            for name, expr in self.defaults.items():
+                if name not in values:
+                    node = _parse(expr)
+                    used = {m.id for m in ast.walk(node) if isinstance(m, ast.Name)} - set(
+                        _ALLOWED_FUNCS)
+                    if used <= set(values):
+                        env = {k: np.asarray(v, dtype=float) for k, v in values.items()}
+                        values[name] = _interpret(node, env)
         missing = self.names() - set(values)
         needed = {n for n in missing if n in expression}
         if needed:
@@ -169,9 +192,11 @@ class RateCard:
             "quantity": self.quantity,
             "scale": self.scale,
             "notes": self.notes,
+            **({"defaults": dict(self.defaults)} if self.defaults else {}),
         }
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> RateCard:
-        keys = ("expression", "exponents", "citation", "regime", "cap", "quantity", "scale", "notes")
+        keys = ("expression", "exponents", "citation", "regime", "cap", "quantity", "scale", "notes",
+                "defaults")
         return cls(**{k: d[k] for k in keys if k in d})

@@ -76,6 +76,7 @@ _BUILTIN: dict[str, dict[str, str]] = {
         "real_hinge": "dpbench.problems.real_data:RealHinge",
         "real_least_squares": "dpbench.problems.real_data:RealLeastSquares",
         "lasso": "dpbench.problems.lasso:Lasso",
+        "lasso_linf": "dpbench.problems.lasso_linf:LassoLinf",
     },
 }
 

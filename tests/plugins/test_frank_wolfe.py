@@ -1,4 +1,4 @@
-"""Private Frank–Wolfe (TTZ15 Alg. 2), its accountant, and the `lasso` problem
+"""Private Frank–Wolfe (TTZ15 Alg. 2), its accountant, and the `lasso` and `lasso_linf` problems
 (docs/frank-wolfe.md)."""
 
 from __future__ import annotations
@@ -9,13 +9,15 @@ import numpy as np
 import pytest
 
 from dpbench.algorithms.private_frank_wolfe import PrivateFrankWolfe, theorem_steps
+from dpbench.core.ratecard import RateCard
 from dpbench.privacy.selection import (
     advanced_composition_epsilon,
     calibrate_step_epsilon,
     composed_epsilon,
     zcdp_epsilon,
 )
-from dpbench.problems.lasso import Lasso, l1_frank_wolfe_gap
+from dpbench.problems.lasso import Lasso, l1_frank_wolfe_gap, solve_lasso_l1
+from dpbench.problems.lasso_linf import LassoLinf
 from dpbench.testing.algorithm_checks import audit_epsilon
 
 
@@ -94,6 +96,66 @@ def test_lasso_law_bounds_and_population() -> None:
     big = prob.generate(200_000, 20, np.random.default_rng(2))
     mc = prob.risk(theta, big) - prob.risk(star, big)
     assert prob.population_excess(theta, 20) == pytest.approx(mc, rel=0.05, abs=2e-3)
+
+
+def test_lasso_linf_law_constants_and_population() -> None:
+    """The tight instance: |xⱼ| = 1 = |y|, the declared ℓ∞/ℓ1 constants, θ* = r·e₁ certified on the
+    population quadratic, the closed-form excess against Monte Carlo, the score gaps at θ* evenly
+    spread over (0, 2rλ)."""
+    from dpbench.testing import check_problem
+
+    prob = LassoLinf()
+    r, p = prob.radius, 40
+    c = prob.constants()
+    assert (c["L_inf"], c["beta_1"]) == (1 + r, 1.0)
+    assert c["L"] == pytest.approx((1 + r) * math.sqrt(prob.max_dim)) and c["beta"] == prob.max_dim
+    data = prob.generate(3000, p, np.random.default_rng(0))
+    assert np.all(np.abs(data.X) == 1) and np.all(np.abs(data.y) == 1)
+    m = prob.correlations(p)
+    assert np.allclose(data.X.T @ data.y / 3000, m, atol=0.08)
+    pop = solve_lasso_l1(np.eye(p) - np.diag(m * m) + np.outer(m, m), m, r, 0.5)
+    star = prob.theta_star(p)
+    assert pop.gap < 1e-9 and prob.population_excess(pop.theta, p) >= -1e-12
+    assert np.abs(pop.theta - star).max() < 1e-6 and prob.population_excess(star, p) == 0.0
+    assert prob.population_excess(np.zeros(p), p) == pytest.approx(r * prob.signal - r * r / 2)
+    theta = prob.constraint.project(np.random.default_rng(1).standard_normal(p))
+    big = prob.generate(200_000, p, np.random.default_rng(2))
+    mc = prob.risk(theta, big) - prob.risk(star, big)
+    assert prob.population_excess(theta, p) == pytest.approx(mc, rel=0.05, abs=2e-3)
+    # gaps of the 2(p − 1) weak vertices at θ*: r(λ ∓ gⱼ), evenly spaced over (0, 2rλ)
+    g = np.eye(p) @ star - m + (np.outer(m, m) - np.diag(m * m)) @ star
+    lam = -g[0]
+    gaps = np.sort(np.concatenate([r * (lam + g[1:]), r * (lam - g[1:])]))
+    assert lam == pytest.approx(prob.signal - r) and gaps.min() > 0 and gaps.max() < 2 * r * lam
+    assert np.allclose(np.diff(gaps), np.diff(gaps).mean(), rtol=1e-6, atol=1e-12)
+    assert prob.check_grid({"p": [64, 2048]}) and not prob.check_grid({"p": [64, 1024]})
+    with pytest.raises(Exception, match="radius < signal"):
+        LassoLinf(radius=0.8, signal=0.7)
+    check_problem(LassoLinf(max_dim=64), n=20, p=8)
+
+
+def test_declared_linf_constants_calibrate_the_mechanism_and_the_card() -> None:
+    """On `lasso_linf` Δ = 2·L∞·r/n and Γ = β₁(2r)²; on `lasso` (nothing declared) L∞ = L and
+    Γ = βD² as before, and the card's value is unchanged."""
+    alg = PrivateFrankWolfe()
+    tight, lasso = LassoLinf(), Lasso()
+    T, _, sens, _, info = alg._calibration(1000, tight, 4.0, 1e-5)
+    assert sens == pytest.approx(2 * 1.5 * 0.5 / 1000) and info["curvature"] == 1.0
+    assert T == theorem_steps(1000, 4.0, 1.0, 1.5, 0.5)
+    T, _, sens, _, info = alg._calibration(1000, lasso, 4.0, 1e-5)
+    assert (sens, info["curvature"], info["linf"]) == (2 * 2.0 * 1.0 / 1000, 4.0, 2.0)
+    assert T == math.ceil((4.0 * 1000 * 4.0 / 2.0) ** (2 / 3) - 1e-9)
+    card = alg.rate_card()
+    vals = dict(n=1000, p=16, epsilon=1.0, delta=1e-5)
+    old = 4 ** (1 / 3) * 2 ** (2 / 3) * math.log(32000) * math.sqrt(math.log(1e5)) / 1000 ** (2 / 3)
+    assert card.bound(**lasso.constants(), **vals) == pytest.approx(old, rel=1e-12)
+    assert card.bound(**tight.constants(), **vals) == pytest.approx(
+        1.0 ** (1 / 3) * (1.5 * 0.5) ** (2 / 3) * math.log(32000) * math.sqrt(math.log(1e5))
+        / 1000 ** (2 / 3), rel=1e-12)
+    back = RateCard.from_dict(card.to_dict())
+    assert back.defaults == {"L_inf": "L", "beta_1": "beta"}
+    assert back.bound(**lasso.constants(), **vals) == card.bound(**lasso.constants(), **vals)
+    assert "defaults" not in RateCard("n", {"n": 1}, "x").to_dict()
 
 
 # --- the mechanism --------------------------------------------------------------------------------
@@ -195,3 +257,24 @@ def test_rate_on_a_small_n_grid() -> None:
         means.append(np.mean(ex))
     slope = math.log(means[1] / means[0]) / math.log(4)
     assert slope < -0.55
+
+
+@pytest.mark.slow
+def test_rate_on_the_tight_instance() -> None:
+    """On `lasso_linf` the excess follows the exponential mechanism's temperature 2Δ/ε₀ ∝ n^{-2/3}
+    (docs/frank-wolfe.md, 'The tight instance'): slope within 0.1 of −2/3, level within 25 %."""
+    prob, alg = LassoLinf(), PrivateFrankWolfe()
+    means, temps = [], []
+    for n in (500, 2000):
+        ex = []
+        for s in range(6):
+            data = prob.generate(n, 512, np.random.default_rng(s))
+            opt = prob.solve(data)
+            out = alg.release(data, prob, epsilon=4.0, delta=1e-5, rng=np.random.default_rng(99 + s))
+            ex.append(prob.risk(out.theta, data) - opt.value)
+        means.append(np.mean(ex))
+        _, eps0, sens, _, _ = alg._calibration(n, prob, 4.0, 1e-5)
+        temps.append(2 * sens / eps0)
+    slope = math.log(means[1] / means[0]) / math.log(4)
+    assert abs(slope + 2 / 3) < 0.1
+    assert all(0.75 < m / t < 1.25 for m, t in zip(means, temps))

@@ -494,6 +494,7 @@ DEFAULT_BOUNDS: dict[str, dict[str, float]] = {
     "hub_1d": {"data_norm": 1.0, "label_bound": 1.0},
     "kink_sc": {"data_norm": 0.3},
     "lasso": {"data_norm": 1.0, "label_bound": 1.0},
+    "lasso_linf": {"data_norm": 32.0, "label_bound": 1.0},
     "lb_lin": {"data_norm": 1.0},
     "lb_quad": {"data_norm": 1.0},
     "lin_ball": {"data_norm": 1.0},
@@ -515,16 +516,19 @@ def test_every_shipped_problem_declares_its_bounds() -> None:
 
 @pytest.mark.parametrize("name", sorted(DEFAULT_BOUNDS))
 def test_public_constants_of_shipped_problems(name: str) -> None:
-    from dpbench.core.problem import CORE_CONSTANTS, DATA_BOUNDS
+    from dpbench.core.problem import CORE_CONSTANTS, DATA_BOUNDS, NORM_CONSTANTS
     from dpbench.testing import check_problem_bounds
 
     problem = get_problem(name)()
     consts = problem.constants()
     props = problem.properties()
-    # the core keys first and unchanged, then exactly the documented bounds
+    # the core keys first and unchanged, then exactly the documented bounds, then the declared
+    # ℓ1/ℓ∞ constants
     assert list(consts)[:4] == list(CORE_CONSTANTS)
     assert {k: consts[k] for k in CORE_CONSTANTS} == {k: props[k] for k in CORE_CONSTANTS}
-    bounds = {k: v for k, v in consts.items() if k not in CORE_CONSTANTS}
+    assert {k: v for k, v in consts.items() if k in NORM_CONSTANTS} == problem.norm_constants()
+    bounds = {k: v for k, v in consts.items()
+              if k not in CORE_CONSTANTS and k not in NORM_CONSTANTS}
     assert bounds == DEFAULT_BOUNDS[name] and set(bounds) <= set(DATA_BOUNDS)
     for key, value in bounds.items():
         assert value > 0 and (math.isfinite(value) or (name, key) == ("sep_abs", "data_norm"))
