@@ -41,6 +41,7 @@ from .validation import (
     is_real,
     labelled,
     privacy_of,
+    problem_instance,
 )
 
 #: Default grid of dataset sizes: privacy bugs concentrate at tiny n.
@@ -211,21 +212,20 @@ def _resolved(errs: Errors, path: str, entries: list[tuple[str, str, dict[str, A
               base: Path | None = None, grid: Mapping[str, list[Any]] | None = None,
               grid_path: str = "") -> list[Any]:
     """PluginSpecs with every default filled in (parameters checked by instantiating). For
-    problems (``base`` given): files resolved against ``base`` and the grid checked
-    (:meth:`~dpbench.core.problem.Problem.locate`, ``check_grid``), as for experiments."""
+    problems (``base`` and ``grid`` given): files resolved against ``base`` and the grid checked
+    (:func:`~dpbench.config.validation.problem_instance`), as for experiments."""
     out = []
     for lab, nm, params, cls in entries:
-        try:
-            if base is not None:
-                params = cls.locate(params, base)
-            instance = cls(**params)
-            out.append(AlgorithmSpec(lab, nm, instance.get_params(), cls))
-        except UserInputError as exc:
-            errs.add(f"{path}[{lab}].params", str(exc))
-            continue
         if base is not None and grid is not None:
-            for axis, message in instance.check_grid(grid).items():
-                errs.add(f"{grid_path}.{axis}", message)
+            instance = problem_instance(errs, f"{path}[{lab}]", grid_path, cls, params, base, grid)
+        else:
+            try:
+                instance = cls(**params)
+            except UserInputError as exc:
+                errs.add(f"{path}[{lab}].params", str(exc))
+                instance = None
+        if instance is not None:
+            out.append(AlgorithmSpec(lab, nm, instance.get_params(), cls))
     return out
 
 

@@ -74,6 +74,7 @@ from .validation import (
     is_real,
     labelled,
     privacy_of,
+    problem_instance,
 )
 
 SCHEMA_VERSION = 1
@@ -379,23 +380,14 @@ def _validate_experiment(errs: Errors, path: str, raw: Any, default_seeds: int,
     # parameters and privacy kinds
     problem_specs: list[ProblemSpec] = []
     for lab, nm, params, cls in probs:
-        try:
-            # Files a problem names are resolved against the suite's directory (docs/datasets.md).
-            params = cls.locate(params, base if base is not None else Path.cwd())
-            instance = cls(**params, **{a: grid[a][0] for a, r in routing.items()
-                                        if r == "problem" and a in grid})
+        instance = problem_instance(
+            errs, f"{path}.problems[{lab}]", f"{path}.grid", cls, params,
+            base if base is not None else Path.cwd(), grid,
+            {a: grid[a][0] for a, r in routing.items() if r == "problem" and a in grid})
+        if instance is not None:
             resolved = instance.get_params()
             fixed = {k: resolved[k] for k in resolved if routing.get(k) != "problem"}
             problem_specs.append(ProblemSpec(lab, nm, fixed, cls))
-        except UserInputError as exc:
-            errs.add(f"{path}.problems[{lab}].params", str(exc))
-            continue
-        try:
-            refused = dict(instance.check_grid(grid))
-        except Exception as exc:  # noqa: BLE001 (plugin code: reported, not raised)
-            refused = {"": f"{nm}.check_grid() fails: {type(exc).__name__}: {str(exc)[:300]}"}
-        for axis, message in refused.items():
-            errs.add(f"{path}.grid{'.' if axis else ''}{axis}", message)
     algo_specs: list[AlgorithmSpec] = []
     deltas = grid.get("delta", [])
     for lab, nm, params, cls in algos:

@@ -9,8 +9,9 @@ and raises a single user-input error listing all of them at the end.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import yaml
@@ -260,6 +261,30 @@ def labelled(errs: Errors, path: str, entries: Any, kind: str, key: str,
         if cls is not None:
             out.append((label, entry[key], params, cls))
     return out
+
+
+def problem_instance(errs: Errors, where: str, grid_where: str, cls: type,
+                     params: Mapping[str, Any], base: Path,
+                     grid: Mapping[str, Sequence[Any]], extra: Mapping[str, Any] | None = None,
+                     ) -> Any | None:
+    """The problem ``cls(**params, **extra)`` of a suite or audit entry, or ``None``: the files
+    its parameters name resolved against ``base`` (the suite's directory,
+    :meth:`~dpbench.core.problem.Problem.locate`), bad parameters reported at
+    ``<where>.params``, and the grid values it cannot run on (``check_grid``) at
+    ``<grid_where>.<axis>`` — a ``check_grid`` that raises is reported, not raised (plugin
+    code)."""
+    try:
+        instance = cls(**cls.locate(params, base), **(extra or {}))
+    except UserInputError as exc:
+        errs.add(f"{where}.params", str(exc))
+        return None
+    try:
+        refused = dict(instance.check_grid(grid))
+    except Exception as exc:  # noqa: BLE001 (plugin code: reported, not raised)
+        refused = {"": f"{cls.name}.check_grid() fails: {type(exc).__name__}: {str(exc)[:300]}"}
+    for axis, message in refused.items():
+        errs.add(f"{grid_where}{'.' if axis else ''}{axis}", message)
+    return instance
 
 
 def privacy_of(cls: type, params: Mapping[str, Any]) -> str:

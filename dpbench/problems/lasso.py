@@ -44,7 +44,7 @@ from ..core.params import Param
 from ..core.problem import Dataset, Optimum, Problem
 from ..core.sets import ConstraintSet, L1Ball
 
-__all__ = ["Lasso", "l1_frank_wolfe_gap", "solve_lasso_l1"]
+__all__ = ["L1LeastSquares", "Lasso", "l1_frank_wolfe_gap", "solve_lasso_l1"]
 
 _EPS = float(np.finfo(float).eps)
 
@@ -168,7 +168,49 @@ def solve_lasso_l1(A: np.ndarray, b: np.ndarray, radius: float, c: float = 0.0,
                    iterations=it)
 
 
-class Lasso(Problem):
+class L1LeastSquares(Problem):
+    """½(y − ⟨x, θ⟩)² over the ℓ1 ball {‖θ‖₁ ≤ ``radius``}: the losses and the certified optimum
+    (:func:`solve_lasso_l1`) shared by ``lasso`` and ``lasso_linf``, which differ in their data
+    law and universe (hence in their declared constants)."""
+
+    radius: float
+
+    @property
+    def constraint(self) -> ConstraintSet:
+        return L1Ball(self.radius)
+
+    def _rows(self, data: Dataset, idx: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
+        if data.y is None:
+            raise ValueError(f"{self.name} needs labels: Dataset.y is None")
+        if idx is None:
+            return data.X, data.y
+        idx = np.atleast_1d(idx)
+        return data.X[idx], data.y[idx]
+
+    def loss(self, theta: np.ndarray, data: Dataset) -> np.ndarray:
+        X, y = self._rows(data, None)
+        r = X @ np.asarray(theta, dtype=float) - y
+        return 0.5 * r * r
+
+    def grad(self, theta: np.ndarray, data: Dataset, idx: np.ndarray | None = None) -> np.ndarray:
+        X, y = self._rows(data, idx)
+        r = X @ np.asarray(theta, dtype=float) - y
+        return r[:, None] * X
+
+    def full_grad(self, theta: np.ndarray, data: Dataset) -> np.ndarray:
+        X, y = self._rows(data, None)
+        return X.T @ (X @ np.asarray(theta, dtype=float) - y) / X.shape[0]
+
+    def solve(self, data: Dataset) -> Optimum:
+        X, y = self._rows(data, None)
+        n = X.shape[0]
+        opt = solve_lasso_l1(X.T @ X / n, X.T @ y / n, self.radius, 0.5 * float(y @ y) / n)
+        # the value by the problem's own risk (the harness compares with it)
+        return Optimum(theta=opt.theta, value=self.risk(opt.theta, data), gap=opt.gap,
+                       method=opt.method, iterations=opt.iterations)
+
+
+class Lasso(L1LeastSquares):
     """½(y − ⟨x, θ⟩)² on the ℓ1 ball, spiked Rademacher design (module docstring)."""
 
     name: ClassVar[str] = "lasso"
@@ -204,10 +246,6 @@ class Lasso(Problem):
                 f"theta_scale·radius + noise_level ≤ 1, got {worst + self.noise_level:.4g}")
 
     # --- constants ----------------------------------------------------------------------------
-    @property
-    def constraint(self) -> ConstraintSet:
-        return L1Ball(self.radius)
-
     @property
     def lipschitz(self) -> float:
         """L = 1 + r over ‖x‖₂ ≤ 1, |y| ≤ 1, ‖θ‖₁ ≤ r (module docstring)."""
@@ -261,41 +299,6 @@ class Lasso(Problem):
         xi = rng.uniform(-self.noise_level, self.noise_level, size=n)
         y = X @ self.theta_ols(p) + xi
         return Dataset(X, np.clip(y, -1.0, 1.0), {"sparsity": k})
-
-    # --- losses -------------------------------------------------------------------------------
-    @staticmethod
-    def _rows(data: Dataset, idx: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
-        if data.y is None:
-            raise ValueError("lasso needs labels: Dataset.y is None")
-        if idx is None:
-            return data.X, data.y
-        idx = np.atleast_1d(idx)
-        return data.X[idx], data.y[idx]
-
-    def loss(self, theta: np.ndarray, data: Dataset) -> np.ndarray:
-        X, y = self._rows(data, None)
-        r = X @ np.asarray(theta, dtype=float) - y
-        return 0.5 * r * r
-
-    def grad(self, theta: np.ndarray, data: Dataset, idx: np.ndarray | None = None) -> np.ndarray:
-        X, y = self._rows(data, idx)
-        r = X @ np.asarray(theta, dtype=float) - y
-        return r[:, None] * X
-
-    def full_grad(self, theta: np.ndarray, data: Dataset) -> np.ndarray:
-        X, y = self._rows(data, None)
-        return X.T @ (X @ np.asarray(theta, dtype=float) - y) / X.shape[0]
-
-    def solve(self, data: Dataset) -> Optimum:
-        X, y = self._rows(data, None)
-        n = X.shape[0]
-        A = X.T @ X / n
-        b = X.T @ y / n
-        c = 0.5 * float(y @ y) / n
-        opt = solve_lasso_l1(A, b, self.radius, c)
-        # report the value by the problem's own risk (the harness compares with it)
-        return Optimum(theta=opt.theta, value=self.risk(opt.theta, data), gap=opt.gap,
-                       method=opt.method, iterations=opt.iterations)
 
     def population_excess(self, theta: np.ndarray, p: int, n: int | None = None) -> float:
         """R(θ) − R(θ*) with R(θ) − ν²/6 = ½(θ − θ_ols)ᵀΣ(θ − θ_ols) (closed form)."""

@@ -44,14 +44,13 @@ import numpy as np
 
 from ..core.errors import UserInputError
 from ..core.params import Param
-from ..core.problem import Dataset, Optimum, Problem
-from ..core.sets import ConstraintSet, L1Ball
-from .lasso import solve_lasso_l1
+from ..core.problem import Dataset
+from .lasso import L1LeastSquares
 
 __all__ = ["LassoLinf"]
 
 
-class LassoLinf(Problem):
+class LassoLinf(L1LeastSquares):
     """½(y − ⟨x, θ⟩)² on the ℓ1 ball, universe ‖x‖∞ ≤ 1, planted-label sign design (module
     docstring)."""
 
@@ -83,10 +82,6 @@ class LassoLinf(Problem):
                 f"radius = {self.radius}, signal = {self.signal}")
 
     # --- constants ----------------------------------------------------------------------------
-    @property
-    def constraint(self) -> ConstraintSet:
-        return L1Ball(self.radius)
-
     @property
     def lipschitz(self) -> float:
         """L = (1 + r)·√P: ‖∇ℓ‖₂ ≤ (‖x‖∞‖θ‖₁ + |y|)·‖x‖₂ with ‖x‖₂ ≤ √p ≤ √P."""
@@ -136,37 +131,6 @@ class LassoLinf(Problem):
         y = np.where(rng.random(n) < 0.5, -1.0, 1.0)
         zeta = np.where(rng.random((n, p)) < 0.5 * (1.0 + m), 1.0, -1.0)
         return Dataset(zeta * y[:, None], y, {})
-
-    # --- losses -------------------------------------------------------------------------------
-    @staticmethod
-    def _rows(data: Dataset, idx: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
-        if data.y is None:
-            raise ValueError("lasso_linf needs labels: Dataset.y is None")
-        if idx is None:
-            return data.X, data.y
-        idx = np.atleast_1d(idx)
-        return data.X[idx], data.y[idx]
-
-    def loss(self, theta: np.ndarray, data: Dataset) -> np.ndarray:
-        X, y = self._rows(data, None)
-        r = X @ np.asarray(theta, dtype=float) - y
-        return 0.5 * r * r
-
-    def grad(self, theta: np.ndarray, data: Dataset, idx: np.ndarray | None = None) -> np.ndarray:
-        X, y = self._rows(data, idx)
-        r = X @ np.asarray(theta, dtype=float) - y
-        return r[:, None] * X
-
-    def full_grad(self, theta: np.ndarray, data: Dataset) -> np.ndarray:
-        X, y = self._rows(data, None)
-        return X.T @ (X @ np.asarray(theta, dtype=float) - y) / X.shape[0]
-
-    def solve(self, data: Dataset) -> Optimum:
-        X, y = self._rows(data, None)
-        n = X.shape[0]
-        opt = solve_lasso_l1(X.T @ X / n, X.T @ y / n, self.radius, 0.5 * float(y @ y) / n)
-        return Optimum(theta=opt.theta, value=self.risk(opt.theta, data), gap=opt.gap,
-                       method=opt.method, iterations=opt.iterations)
 
     def population_risk(self, theta: np.ndarray, p: int) -> float:
         """R(θ) = ½ − mᵀθ + ½(‖θ‖² − Σⱼmⱼ²θⱼ² + (mᵀθ)²) (exact: Σ = I − diag(m²) + mmᵀ)."""

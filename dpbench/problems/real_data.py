@@ -37,6 +37,7 @@ from ..core.tags import ProblemTags
 from ..datasets import source
 from ..datasets.files import DatasetError
 from ..datasets.prepare import Prepared
+from ._linear_law import LAW_PARAMS
 from .hinge_svm import HingeSVM
 from .least_squares import SquaredLoss
 from .logistic import Logistic
@@ -230,7 +231,7 @@ class RealLogistic(DatasetProblem, Logistic):
         **dataset_params("sklearn:breast_cancer"),
         "positive": POSITIVE,
         "radius": Param(1.0, low=0.0, low_open=True, doc="radius R of the ball C (diameter 2R)"),
-        "ridge": Param(0.0, low=0.0, doc="ridge λ added to every example: Δ = λ, L += λR"),
+        "ridge": LAW_PARAMS["ridge"],
     }
 
     def __dpbench_tags__(self) -> ProblemTags:
@@ -253,7 +254,7 @@ class RealHinge(DatasetProblem, HingeSVM):
         "positive": POSITIVE,
         "radius": Param(3.0, low=0.0, low_open=True,
                         doc="radius R of the ball C (diameter 2R); the kink needs R*data_norm > 1"),
-        "ridge": Param(0.0, low=0.0, doc="ridge λ added to every example: Δ = λ, L += λR"),
+        "ridge": LAW_PARAMS["ridge"],
     }
 
     def __dpbench_tags__(self) -> ProblemTags:
@@ -277,7 +278,7 @@ class RealLeastSquares(DatasetProblem, SquaredLoss):
         "label_bound": Param(1.0, low=0.0, low_open=True,
                              doc="labels are scaled into [-label_bound, label_bound]"),
         "radius": Param(1.0, low=0.0, low_open=True, doc="radius R of the ball C (diameter 2R)"),
-        "ridge": Param(0.0, low=0.0, doc="ridge λ added to every example: Δ = λ, L += λR"),
+        "ridge": LAW_PARAMS["ridge"],
     }
 
     label_bound: float

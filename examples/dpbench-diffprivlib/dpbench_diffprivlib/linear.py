@@ -40,14 +40,10 @@ from .logistic import DIFFPRIVLIB_VERSION, legacy_random_state, public_data_norm
 
 
 def _is_least_squares(problem: Any) -> bool:
-    """dpbench's squared loss (``dpbench.problems.least_squares.SquaredLoss``: real_least_squares)
-    or a problem declaring ``least_squares = True`` (this package's dpl_least_squares)."""
-    if getattr(type(problem), "least_squares", False):
-        return True
-    try:
-        from dpbench.problems.least_squares import SquaredLoss
-    except ImportError:  # a dpbench without dataset-backed problems
-        return False
+    """dpbench's squared loss (``dpbench.problems.least_squares.SquaredLoss``: real_least_squares
+    and this package's dpl_least_squares)."""
+    from dpbench.problems.least_squares import SquaredLoss
+
     return isinstance(problem, SquaredLoss)
 
 
@@ -93,8 +89,7 @@ class DiffprivlibLinear(Algorithm):
     def not_applicable_reason(self, problem: Any) -> str | None:
         if not _is_least_squares(problem):
             return (f"{self.name} minimises the least-squares loss; problem {problem.name!r} is "
-                    "neither a dpbench SquaredLoss (e.g. real_least_squares) nor declares "
-                    "least_squares = True")
+                    "not a dpbench SquaredLoss (real_least_squares, dpl_least_squares)")
         return super().not_applicable_reason(problem)
 
     def run(self, data, problem, *, epsilon, delta, rng) -> Release:
