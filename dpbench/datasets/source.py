@@ -20,9 +20,11 @@ and the preparation's parameters.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import hashlib
 import os
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -146,6 +148,23 @@ _OPTION_DEFAULTS: dict[str, Any] = {"header": True, "label_column": None,
                                     "feature_columns": None, "x_array": "X", "y_array": "y"}
 
 
+#: Why data files are not read right now (:func:`files_refused`), or ``None``.
+_FILES_REFUSED: str | None = None
+
+
+@contextlib.contextmanager
+def files_refused(reason: str) -> Iterator[None]:
+    """Within the block, a data set named by a path is refused (a :class:`DatasetError` giving
+    ``reason``) instead of read: for suites read back from a store, whose paths are data from
+    the store and must not be followed (docs/reliability.md). Bundled data sets still load."""
+    global _FILES_REFUSED
+    before, _FILES_REFUSED = _FILES_REFUSED, reason
+    try:
+        yield
+    finally:
+        _FILES_REFUSED = before
+
+
 def load(value: str, **options: Any) -> Loaded:
     """The parsed data set named ``value`` (a cached read). ``options``: ``header``,
     ``label_column``, ``feature_columns`` (CSV), ``x_array``, ``y_array`` (NPZ); an option
@@ -158,6 +177,8 @@ def load(value: str, **options: Any) -> Loaded:
                                      f"{spec.kind}: data")
     if spec.kind == "sklearn":
         return _bundled(spec.target)
+    if _FILES_REFUSED is not None:
+        raise DatasetError("dataset", f"{spec.kind}:{spec.target} is not read: {_FILES_REFUSED}")
     path = spec.target
     if not os.path.isabs(path):
         path = os.path.abspath(path)

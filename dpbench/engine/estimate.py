@@ -188,6 +188,7 @@ def calibration(stores: Iterable[str | Path]) -> tuple[dict[str, Scale], list[st
 
     from ..config.suite import parse_suite
     from ..core.errors import UserInputError
+    from ..datasets.source import files_refused
     from ..store.cube import ROOT_KEY, Store
 
     acc: dict[str, _Measured] = {}
@@ -196,10 +197,12 @@ def calibration(stores: Iterable[str | Path]) -> tuple[dict[str, Scale], list[st
         store = Store.open(path)
         meta = dict(store.root.attrs.get(ROOT_KEY, {}))
         try:
-            suite = parse_suite(str(meta.get("suite_yaml", "")), f"{path} (its suite)")
+            # A stored suite's data-file paths are data from the store: never followed.
+            with files_refused("it is named by a suite read back from a store"):
+                suite = parse_suite(str(meta.get("suite_yaml", "")), f"{path} (its suite)")
         except UserInputError as exc:
             warnings.warn(f"--calibrate {path}: its suite cannot be planned here, not used: "
-                          f"{str(exc).splitlines()[0]}", stacklevel=2)
+                          f"{'; '.join(line.strip() for line in str(exc).splitlines()[:2])}", stacklevel=2)
             continue
         before = {k: m.mech_units for k, m in acc.items()}
         _cells_of(store, suite, acc)

@@ -86,6 +86,34 @@ def test_changed_file_refuses_the_resume_and_moved_suite_resumes(
     assert "different definition" in capsys.readouterr().err
 
 
+def test_calibration_never_follows_a_path_read_from_a_store(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`dpbench plan --calibrate STORE` re-plans the suite the store records; the data-file
+    paths in it are data from the store and are never opened (the store is skipped with a
+    warning), while a store of a bundled data set is used."""
+    from dpbench.datasets import source
+    from dpbench.engine.estimate import calibration
+
+    _csv(tmp_path / "d.csv")
+    suite = tmp_path / "s.yaml"
+    suite.write_text(SUITE.format(dataset=f"csv:{tmp_path / 'd.csv'}",
+                                  extra=", label_column: cls", p=3))
+    assert _run(suite, tmp_path / "s.zarr") == 0
+
+    def opened(*args: object) -> None:
+        raise AssertionError(f"a path read from a store was opened: {args}")
+
+    monkeypatch.setattr(source, "_file", opened)
+    with pytest.warns(UserWarning, match="is not read: it is named by a suite read back from a store"):
+        scales, used = calibration([tmp_path / "s.zarr"])
+    assert used == []
+    pytest.importorskip("sklearn")
+    bundled = tmp_path / "b.yaml"
+    bundled.write_text(SUITE.format(dataset="sklearn:breast_cancer", extra="", p=30))
+    assert _run(bundled, tmp_path / "b.zarr") == 0
+    assert calibration([tmp_path / "b.zarr"])[1] == [str(tmp_path / "b.zarr")]
+
+
 @pytest.mark.slow
 def test_worker_processes_compute_the_same_cube(tmp_path: Path) -> None:
     _csv(tmp_path / "d.csv")
