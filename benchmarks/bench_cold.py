@@ -64,8 +64,10 @@ if __name__ == "__main__":
             print(f"FIRST_CELL {time.time()!r}", file=sys.stderr, flush=True)
         return observe(self, *a, **k)
     plan.Packer.observe = first
-    from dpbench.cli.main import main
-    sys.exit(main(sys.argv[1:]))
+    from dpbench.cli import main as cli
+    if hasattr(cli, "console_main"):  # the installed command's entry point (engines since #17)
+        cli.console_main()
+    sys.exit(cli.main(sys.argv[1:]))
 """
 
 #: The pool command: ``ProcessPoolExecutor(2)`` over the same cells.

@@ -1,8 +1,6 @@
 """``python -m dpbench`` is the ``dpbench`` command."""
 
-import sys
-
-from .cli.main import main
+from .cli.main import console_main
 
 if __name__ == "__main__":
-    sys.exit(main())
+    console_main()

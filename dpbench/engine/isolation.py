@@ -189,7 +189,7 @@ def _serve(conn: Connection) -> None:
             conn.send(outcome)
 
 
-@dataclass
+@dataclass(eq=False)  # compared and hashed by identity (a key of the forked backend)
 class _Child:
     """A forked compute process kept by a worker thread across tasks (so caches, including
     numba's compiled code, survive between tasks)."""

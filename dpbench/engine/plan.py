@@ -365,8 +365,14 @@ class Packer:
         est = self._estimated.get(cls)
         return None if not est else self._measured[cls] / est
 
+    def work_left_s(self) -> float:
+        """Worker seconds of the chunks not yet handed out as tasks: each class's estimate
+        scaled by its measured/estimated ratio (an unmeasured class at its estimate)."""
+        return math.fsum(v * (self._scale(c) or 1.0)
+                         for c, v in self._left.items()) / UNITS_PER_SECOND
+
     def _tail_target(self) -> float:
-        left = math.fsum(v * (self._scale(c) or 1.0) for c, v in self._left.items())
+        left = self.work_left_s() * UNITS_PER_SECOND
         split = left / (TAIL_SPLIT * max(self.capacity(), 1))
         return min(self.target, max(split, self.target * MIN_TASK_FRACTION))
 
@@ -439,8 +445,9 @@ class Packer:
         """What this run measured per mechanism × problem class, keyed ``"algorithm|problem"``
         by registered names (so that another suite's plan can use it): worker seconds, the
         estimated work units they computed and cells, and apart the same for each worker
-        process's first task of the class (which pays imports and compilation). Recorded in the store's run log; the
-        cost calibration of ``dpbench plan`` (:mod:`dpbench.engine.estimate`) reads it."""
+        process's first task of the class (which pays imports and compilation). Recorded in the
+        store's run log; the cost calibration of ``dpbench plan``
+        (:mod:`dpbench.engine.estimate`) reads it."""
         fields = ("seconds", "units", "cells", "first_seconds", "first_units", "first_tasks")
         out: dict[str, dict[str, float]] = {}
         by_name = {ep.exp.name: ep.exp for ep in self.plan.experiments}

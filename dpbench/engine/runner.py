@@ -16,24 +16,28 @@ import contextlib
 import datetime as _dt
 import itertools
 import sys
+import threading
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from ..config.selection import Selection, suite_masks
 from ..config.suite import Suite
 from ..core.schema import DONE, FAILED, FLOAT_VARS, ChunkResult
-from ..store.cube import Counts, Store, check_store_path
 from ..store.lock import StoreLock
+from ..store.paths import check_store_path
 from .backends import Connection, open_backend
 from .backends.base import IDLE, TaskFailed
 from .cells import TaskResult, run_task
 from .plan import Packer, Plan, TaskSpec, plan_suite
+
+if TYPE_CHECKING:
+    from ..store.cube import Counts
 
 _END = object()
 
@@ -220,6 +224,8 @@ def drive_tasks(tasks: Iterable[Any], store: Any, summary: Any, bar: Progress, *
                 summary.backend = backend.description
                 if packer is not None:
                     packer.capacity = backend.capacity
+                    if hasattr(backend, "work_left"):  # the embedded default: is dask worth it
+                        backend.work_left = packer.work_left_s
                 for item in backend.results(kind.run, itertools.chain([first], stream), window):
                     if item is IDLE:
                         buffer.idle()
@@ -297,19 +303,65 @@ def _run_locked(suite: Suite, store_path: str | Path, planned: Plan,
                              progress=progress, on_result=on_result, masks=masks)
 
 
+class _NewStore:
+    """A new store, created in a thread while the run's first tasks compute (its backend is up:
+    forked workers start at once, and zarr alone takes 0.15 s to import). Writes wait for it;
+    a failed creation is raised at the first write (and by :meth:`created`)."""
+
+    def __init__(self, path: str | Path, suite: Suite, restart: bool, plan: Plan) -> None:
+        self._out: tuple[Any, int] | None = None
+        self._error: BaseException | None = None
+
+        def create() -> None:
+            from ..store.cube import Store
+
+            try:
+                store = Store.prepare(path, suite, restart=restart)
+                self._out = store, store.mark_not_applicable(plan.not_applicable)
+            except BaseException as exc:  # noqa: BLE001 - raised in the run's thread
+                self._error = exc
+
+        self._thread = threading.Thread(target=create, name="dpbench-store-create", daemon=True)
+        self._thread.start()
+
+    def wait(self) -> None:
+        self._thread.join()
+
+    def created(self) -> tuple[Any, int]:
+        """The store and its count of cells marked not applicable."""
+        self._thread.join()
+        if self._error is not None:
+            raise self._error
+        assert self._out is not None
+        return self._out
+
+    def write_many(self, chunks: list[Any]) -> None:
+        self.created()[0].write_many(chunks)
+
+    def record_run(self, info: dict[str, Any]) -> None:
+        if self._error is None:  # a store that could not be created has no log
+            self.created()[0].record_run(info)
+
+
 def _run_prepared(suite: Suite, store_path: str | Path, planned: Plan, connection: Connection,
                   opened: Any, *, resuming: bool, restart: bool, retry_failed: bool,
                   window: int | None, progress: bool,
                   on_result: Callable[[TaskResult], None] | None,
                   masks: dict[str, np.ndarray] | None) -> RunSummary:
-    store = Store.prepare(store_path, suite, restart=restart)
     plan = planned
-    if resuming:
-        plan = plan_suite(suite, {e.name: store.pending_mask(e.name, retry_failed)
-                                  & (True if masks is None else masks[e.name])
-                                  for e in suite.experiments})
-    summary = RunSummary(Path(store_path), "none (nothing to compute)", grown=store.grown)
-    summary.not_applicable = store.mark_not_applicable(plan.not_applicable)
+    if opened is None:
+        from ..store.cube import Store
+
+        store = Store.prepare(store_path, suite, restart=restart)
+        if resuming:
+            plan = plan_suite(suite, {e.name: store.pending_mask(e.name, retry_failed)
+                                      & (True if masks is None else masks[e.name])
+                                      for e in suite.experiments})
+        not_applicable = store.mark_not_applicable(plan.not_applicable)
+    else:
+        store = _NewStore(store_path, suite, restart, plan)  # a new store grows nothing
+    summary = RunSummary(Path(store_path), "none (nothing to compute)",
+                         grown={} if isinstance(store, _NewStore) else store.grown)
     bar = Progress(plan.n_cells, plan.total_cost, enabled=progress)
 
     def write(results: list[TaskResult]) -> tuple[int, int]:
@@ -320,9 +372,18 @@ def _run_prepared(suite: Suite, store_path: str | Path, planned: Plan, connectio
         return done, failed
 
     packer = Packer(plan)
-    drive_tasks(packer.tasks(), store, summary, bar, kind=suite_tasks(suite.cell_memory_mb),
-                write=write, connection=connection, window=window, on_result=on_result,
-                packer=packer, opened=opened)
+    try:
+        drive_tasks(packer.tasks(), store, summary, bar, kind=suite_tasks(suite.cell_memory_mb),
+                    write=write, connection=connection, window=window, on_result=on_result,
+                    packer=packer, opened=opened)
+    finally:
+        if isinstance(store, _NewStore):
+            store.wait()  # never leave a store half-created behind the writer lock
+    if isinstance(store, _NewStore):
+        store, not_applicable = store.created()
+    summary.not_applicable = not_applicable
+    from ..store.cube import Counts
+
     summary.counts = {e.name: store.counts(e.name) if masks is None
                       else Counts.of(store.status(e.name)[masks[e.name]])
                       for e in suite.experiments if masks is None or masks[e.name].any()}

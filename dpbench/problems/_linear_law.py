@@ -22,7 +22,7 @@ optimum.
 from __future__ import annotations
 
 import functools
-from typing import Callable, ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 import numpy as np
 
@@ -31,7 +31,9 @@ from ..core.problem import Dataset, Optimum, Problem
 from ..core.seeding import make_rng
 from ..core.sets import Ball, ConstraintSet
 from ..core.tags import ProblemTags
-from ..numerics.kernels import HINGE, LOGISTIC, LossKernel
+
+if TYPE_CHECKING:
+    from ..numerics.kernels import LossKernel
 
 __all__ = ["LAW_PARAMS", "MarginLoss", "MarginLossProblem", "draw_linear_law",
            "population_optimum", "population_sample"]
@@ -136,10 +138,12 @@ class MarginLoss(Problem):
         Looked up by the functions that define φ and φ' (``_MARGIN_KERNELS``), so a subclass that
         redefines either gets ``None`` (the numpy path) instead of a kernel of another loss.
         """
+        from ..numerics import kernels  # numba: only for the compiled paths
+
         cls = type(self)
-        for (phi, dphi), make in _MARGIN_KERNELS.items():
+        for (phi, dphi), name in _MARGIN_KERNELS.items():
             if _defined_as(cls, "_phi", phi) and _defined_as(cls, "_dphi", dphi):
-                return make(self.ridge)
+                return getattr(kernels, name)(self.ridge)
         return None
 
     def __dpbench_tags__(self) -> ProblemTags:
@@ -148,7 +152,6 @@ class MarginLoss(Problem):
         perturbation's privacy calibration. Subclasses that define φ re-declare it (the claim
         does not survive an override of ``_phi``/``_dphi``, :func:`dpbench.core.tags.get_tags`)."""
         return ProblemTags(hessian_rank=1, gradient_shift_dim=2)
-
 
 
 class MarginLossProblem(MarginLoss):
@@ -185,12 +188,13 @@ class MarginLossProblem(MarginLoss):
         return self.risk(np.asarray(theta, dtype=float), sample) - optimum.value
 
 
-#: Kernel factories keyed by the qualified names of the (φ, φ') static methods that they compile.
-_MARGIN_KERNELS: dict[tuple[str, str], Callable[[float], LossKernel]] = {
+#: Kernel factories of :mod:`dpbench.numerics.kernels`, by name, keyed by the qualified names of
+#: the (φ, φ') static methods that they compile.
+_MARGIN_KERNELS: dict[tuple[str, str], str] = {
     ("dpbench.problems.hinge_svm.HingeSVM._phi",
-     "dpbench.problems.hinge_svm.HingeSVM._dphi"): HINGE,
+     "dpbench.problems.hinge_svm.HingeSVM._dphi"): "HINGE",
     ("dpbench.problems.logistic.Logistic._phi",
-     "dpbench.problems.logistic.Logistic._dphi"): LOGISTIC,
+     "dpbench.problems.logistic.Logistic._dphi"): "LOGISTIC",
 }
 
 

@@ -34,7 +34,7 @@ raise :class:`~dpbench.core.errors.NotApplicable`.
 from __future__ import annotations
 
 import math
-from typing import Callable, ClassVar
+from typing import TYPE_CHECKING, Callable, ClassVar
 
 import numpy as np
 
@@ -43,7 +43,9 @@ from ..core.exact_samplers import register_exact_sampler
 from ..core.params import Param
 from ..core.problem import Dataset, Optimum, Problem
 from ..core.sets import Ball, ConstraintSet
-from ..numerics.kernels import LINEAR, LossKernel
+
+if TYPE_CHECKING:
+    from ..numerics.kernels import LossKernel
 
 __all__ = ["Flat1D", "flat_tau", "interval_gaussian"]
 
@@ -95,6 +97,8 @@ class Flat1D(Problem):
 
     def kernel(self) -> LossKernel:
         """Compiled −⟨θ, x⟩ + (r/2)‖θ‖² (:func:`dpbench.numerics.kernels.LINEAR`)."""
+        from ..numerics.kernels import LINEAR  # numba: only for the compiled paths
+
         return LINEAR(self.ridge)
 
     def data_bounds(self) -> dict[str, float]:

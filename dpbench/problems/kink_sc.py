@@ -24,7 +24,7 @@ privacy δ.
 from __future__ import annotations
 
 import math
-from typing import Any, Callable, ClassVar
+from typing import TYPE_CHECKING, Any, Callable, ClassVar
 
 import numpy as np
 
@@ -34,9 +34,11 @@ from ..core.params import Param
 from ..core.problem import Dataset, Optimum, Problem
 from ..core.sets import Ball, ConstraintSet
 from ..core.tags import ProblemTags
-from ..numerics.kernels import QUADRATIC, LossKernel
 from ..numerics.solvers.median import solve_median
 from ._hard_data import signal_rows
+
+if TYPE_CHECKING:
+    from ..numerics.kernels import LossKernel
 
 __all__ = ["KinkSC", "random_direction"]
 
@@ -136,6 +138,8 @@ class KinkSC(Problem):
 
     def kernel(self) -> LossKernel:
         """QUADRATIC(Δ, 1): (Δ/2)‖θ − d‖² + 1·‖θ − d‖."""
+        from ..numerics.kernels import QUADRATIC  # numba: only for the compiled paths
+
         return QUADRATIC(self.curvature, 1.0)
 
     def __dpbench_tags__(self) -> ProblemTags:

@@ -12,7 +12,7 @@ with a zero smoothness constant). The instance and its closed forms: docs/instan
 
 from __future__ import annotations
 
-from typing import Callable, ClassVar
+from typing import TYPE_CHECKING, Callable, ClassVar
 
 import numpy as np
 
@@ -21,8 +21,10 @@ from ..core.params import Param
 from ..core.problem import Dataset, Optimum, Problem
 from ..core.sets import Ball, ConstraintSet
 from ..core.tags import ProblemTags
-from ..numerics.kernels import LINEAR, LossKernel
 from ._hard_data import HARD_DATA_PARAMS, hard_data
+
+if TYPE_CHECKING:
+    from ..numerics.kernels import LossKernel
 
 __all__ = ["LBLin"]
 
@@ -61,6 +63,8 @@ class LBLin(Problem):
 
     def kernel(self) -> LossKernel:
         """Compiled −⟨θ, d⟩ (:func:`dpbench.numerics.kernels.LINEAR` without ridge)."""
+        from ..numerics.kernels import LINEAR  # numba: only for the compiled paths
+
         return LINEAR(0.0)
 
     def __dpbench_tags__(self) -> ProblemTags:

@@ -14,7 +14,7 @@ The instance and its closed forms: docs/instances.md, 'LB-Quad'.
 
 from __future__ import annotations
 
-from typing import Any, Callable, ClassVar
+from typing import TYPE_CHECKING, Any, Callable, ClassVar
 
 import numpy as np
 
@@ -24,8 +24,10 @@ from ..core.params import Param
 from ..core.problem import Dataset, Optimum, Problem
 from ..core.sets import Ball, ConstraintSet
 from ..core.tags import ProblemTags
-from ..numerics.kernels import QUADRATIC, LossKernel
 from ._hard_data import HARD_DATA_PARAMS, hard_data
+
+if TYPE_CHECKING:
+    from ..numerics.kernels import LossKernel
 
 __all__ = ["LBQuad"]
 
@@ -78,6 +80,8 @@ class LBQuad(Problem):
 
     def kernel(self) -> LossKernel:
         """Compiled ½‖θ − d‖² (:func:`dpbench.numerics.kernels.QUADRATIC` with curvature 1, no kink)."""
+        from ..numerics.kernels import QUADRATIC  # numba: only for the compiled paths
+
         return QUADRATIC(1.0, 0.0)
 
     def __dpbench_tags__(self) -> ProblemTags:

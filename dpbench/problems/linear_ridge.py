@@ -15,7 +15,7 @@ minimised over C at Π_C(μ/Δ).
 from __future__ import annotations
 
 import math
-from typing import Any, Callable, ClassVar
+from typing import TYPE_CHECKING, Any, Callable, ClassVar
 
 import numpy as np
 
@@ -24,7 +24,9 @@ from ..core.exact_samplers import register_exact_sampler
 from ..core.params import Param
 from ..core.problem import Dataset, Optimum, Problem
 from ..core.sets import Ball, ConstraintSet
-from ..numerics.kernels import LINEAR, LossKernel
+
+if TYPE_CHECKING:
+    from ..numerics.kernels import LossKernel
 
 __all__ = ["LinearRidge"]
 
@@ -107,6 +109,8 @@ class LinearRidge(Problem):
         return Optimum(theta=theta, value=self.risk(theta, data), gap=0.0, method="closed form")
 
     def kernel(self) -> LossKernel:
+        from ..numerics.kernels import LINEAR  # numba: only for the compiled paths
+
         return LINEAR(self.ridge)
 
     def _true_risk(self, theta: np.ndarray, mu: np.ndarray) -> float:

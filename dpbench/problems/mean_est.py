@@ -21,7 +21,7 @@ excess population r²/(2n) + p/(2β).
 
 from __future__ import annotations
 
-from typing import Any, Callable, ClassVar
+from typing import TYPE_CHECKING, Any, Callable, ClassVar
 
 import numpy as np
 
@@ -31,7 +31,9 @@ from ..core.params import Param
 from ..core.problem import Dataset, Optimum, Problem
 from ..core.sets import Ball, ConstraintSet
 from ..core.tags import ProblemTags
-from ..numerics.kernels import QUADRATIC, LossKernel
+
+if TYPE_CHECKING:
+    from ..numerics.kernels import LossKernel
 
 __all__ = ["MeanEst"]
 
@@ -85,6 +87,8 @@ class MeanEst(Problem):
 
     def kernel(self) -> LossKernel:
         """Compiled ½‖θ − d‖² (:func:`dpbench.numerics.kernels.QUADRATIC`, curvature 1, no kink)."""
+        from ..numerics.kernels import QUADRATIC  # numba: only for the compiled paths
+
         return QUADRATIC(1.0, 0.0)
 
     def __dpbench_tags__(self) -> ProblemTags:

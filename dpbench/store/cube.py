@@ -26,7 +26,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import datetime as _dt
-import json
 import os
 import platform
 import shutil
@@ -60,9 +59,9 @@ from ..core.schema import (
 )
 from ..core.seeding import stable_hash
 from . import growth
+from .paths import ROOT_KEY, check_store_path, is_store
 from .writable import disk_reason, is_disk_error
 
-ROOT_KEY = "dpbench_store"
 EXP_KEY = "dpbench_experiment"
 #: Upper bound on the cells of one ``status`` chunk (64 KiB of uint8 before compression).
 STATUS_CHUNK_CELLS = 2 ** 16
@@ -134,33 +133,6 @@ def _gather(aws: Sequence[Awaitable[Any]]) -> list[Any]:
     async def _all() -> list[Any]:
         return list(await asyncio.gather(*aws))
     return _zarr_sync(_all()) if aws else []
-
-
-def _is_store(path: Path) -> bool:
-    meta = path / "zarr.json"
-    if not meta.is_file():
-        return False
-    try:
-        doc = json.loads(meta.read_text())
-    except (OSError, ValueError):
-        return False
-    return ROOT_KEY in doc.get("attributes", {})
-
-
-def check_store_path(path: Path) -> bool:
-    """True if ``path`` is an existing dpbench store, False if it is free (absent or an empty
-    directory); :class:`StoreError` if it holds anything else."""
-    if not path.exists():
-        return False
-    if not path.is_dir():
-        raise StoreError(f"store path {str(path)!r} is a file, not a dpbench store; "
-                         "choose a new path or an existing store directory")
-    if _is_store(path):
-        return True
-    if any(path.iterdir()):
-        raise StoreError(f"store path {str(path)!r} holds something else (a non-empty directory "
-                         "that is not a dpbench store); choose a new path or an existing store")
-    return False
 
 
 def _settle_writes(timeout: float = 10.0) -> None:
@@ -240,7 +212,7 @@ class Store:
         path = Path(path)
         if not path.exists():
             raise StoreError(f"no store at {str(path)!r}")
-        if not _is_store(path):
+        if not is_store(path):
             raise StoreError(f"{str(path)!r} is not a dpbench store")
         store = cls(path, zarr.open_group(str(path), mode=mode))
         store._check_schema()

@@ -3,6 +3,7 @@ not-applicable cells, resume."""
 
 from __future__ import annotations
 
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -74,8 +75,13 @@ def test_paired_data_across_algorithms(tiny_suite_file: Path, tmp_path: Path) ->
 
 
 @pytest.mark.slow
-def test_inline_and_local_cluster_worker_counts_bit_identical(tiny_suite_file: Path,
-                                                              tmp_path: Path) -> None:
+def test_inline_and_local_cluster_worker_counts_bit_identical(
+        tiny_suite_file: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The embedded default computes a short sweep in forked workers and never starts its
+    LocalCluster; told that any work is worth the cluster, it hands over to it. Every worker
+    count and both paths give the inline cube, bit for bit."""
+    from dpbench.engine.backends import dask as dask_backend
+
     suite = load_suite(tiny_suite_file)
     ref = tmp_path / "inline.zarr"
     run_suite(suite, ref, workers=0, progress=False)
@@ -83,8 +89,30 @@ def test_inline_and_local_cluster_worker_counts_bit_identical(tiny_suite_file: P
         out = tmp_path / f"w{workers}.zarr"
         summary = run_suite(suite, out, workers=workers, progress=False)
         assert summary.complete, summary
-        assert "LocalCluster" in summary.backend
+        assert summary.backend.startswith(f"{workers} forked worker process"), summary.backend
+        assert "LocalCluster was not started" in summary.backend
         assert_cubes_identical(ref, out, ["approx", "pure"])
+    monkeypatch.setattr(dask_backend, "CLUSTER_WORTH_S", 0.0)
+    for workers in (1, 2):
+        out = tmp_path / f"c{workers}.zarr"
+        summary = run_suite(suite, out, workers=workers, progress=False)
+        assert summary.complete, summary
+        assert summary.backend.startswith(f"LocalCluster ({workers} worker"), summary.backend
+        assert_cubes_identical(ref, out, ["approx", "pure"])
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("workers", [1, 2])
+def test_forked_backend_is_bit_identical_to_inline(tiny_suite_file: Path, tmp_path: Path,
+                                                   workers: int) -> None:
+    suite = load_suite(tiny_suite_file)
+    ref = tmp_path / "inline.zarr"
+    run_suite(suite, ref, backend="inline", progress=False)
+    out = tmp_path / f"f{workers}.zarr"
+    summary = run_suite(suite, out, backend="forked", workers=workers, progress=False)
+    assert summary.complete and summary.backend == (
+        f"{workers} forked worker process{'es' if workers > 1 else ''}"), summary.backend
+    assert_cubes_identical(ref, out, ["approx", "pure"])
 
 
 @pytest.mark.slow
@@ -106,7 +134,7 @@ def test_backend_options_are_checked_before_the_store_is_written(tiny_suite_file
                                                                 tmp_path: Path) -> None:
     suite = load_suite(tiny_suite_file)
     store = tmp_path / "s.zarr"
-    with pytest.raises(UserInputError, match="--backend must be one of dask, processes, inline"):
+    with pytest.raises(UserInputError, match="--backend must be one of dask, forked, processes, inline"):
         run_suite(suite, store, backend="ray", progress=False)
     with pytest.raises(UserInputError, match="--scheduler needs --backend dask"):
         run_suite(suite, store, backend="processes", scheduler="tcp://x:1", progress=False)
@@ -267,29 +295,48 @@ def test_a_result_is_written_while_other_tasks_still_compute(tmp_path: Path,
     assert written["slow"] - written["fast"] >= 1.5, written
 
 
+HANDOVER_SUITE = """
+name: handover
+seeds: 1
+experiments:
+  - name: e
+    problems: [{problem: lb_quad}]
+    algorithms: [{algorithm: fault_injector, params: {delay_s: 0.1}}]
+    grid: {n: [8], p: [2], epsilon: [%s]}
+""" % ", ".join(str(0.1 * (i + 1)) for i in range(60))
+
+
 @pytest.mark.slow
-def test_the_run_computes_here_while_its_local_cluster_starts(
-        tiny_suite_file: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """The embedded default starts its LocalCluster in a thread and computes tasks in this
-    process meanwhile, then hands the rest to the cluster; the cube is the inline one, bit for
-    bit. The start is slowed by 2 s here, so that both parts certainly compute."""
+def test_forked_workers_compute_while_the_local_cluster_starts(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Once the embedded default decides its LocalCluster is worth starting (here at once), it
+    starts it in a thread and its forked workers go on computing meanwhile; then the cluster
+    takes the rest. The cube is the forked backend's, bit for bit (itself the inline one's). The
+    start waits here until the first result is written, so that both parts certainly compute
+    (60 cells of 0.1 s, one per task: about 3 s on 2 workers)."""
+    import tests.support.failures as tf
     from dpbench.engine.backends import dask as dask_backend
 
+    tf.register()
     start = dask_backend._local_cluster
+    written = threading.Event()
 
-    def slow_start(workers: int) -> Any:
-        time.sleep(2.0)
+    def late_start(workers: int) -> Any:
+        assert written.wait(60)
         return start(workers)
 
-    monkeypatch.setattr(dask_backend, "_local_cluster", slow_start)
-    suite = load_suite(tiny_suite_file)
+    monkeypatch.setattr(dask_backend, "_local_cluster", late_start)
+    monkeypatch.setattr(dask_backend, "CLUSTER_WORTH_S", 0.0)
+    suite = parse_suite(HANDOVER_SUITE)
     ref = tmp_path / "ref.zarr"
-    run_suite(suite, ref, workers=0, progress=False)
-    summary = run_suite(suite, tmp_path / "s.zarr", workers=2, progress=False)
-    assert "computed in this process while it started" in summary.backend, summary.backend
+    run_suite(suite, ref, backend="forked", workers=2, progress=False)
+    summary = run_suite(suite, tmp_path / "s.zarr", workers=2, progress=False,
+                        on_result=lambda res: written.set())
+    assert "computed by 2 forked worker processes before it was up" in summary.backend, \
+        summary.backend
     here = int(summary.backend.split("; ")[1].split()[0])
-    assert 0 < here, summary.backend
+    assert 0 < here < 60, summary.backend  # one task per cell: the cluster computed the rest
     assert summary.complete
-    assert_cubes_identical(ref, tmp_path / "s.zarr", ["approx", "pure"])
+    assert_cubes_identical(ref, tmp_path / "s.zarr", ["e"])
     runs = Store.open(tmp_path / "s.zarr").root.attrs[ROOT_KEY]["runs"]
-    assert "while it started" in runs[-1]["backend"]
+    assert "before it was up" in runs[-1]["backend"]

@@ -11,7 +11,8 @@ from ...core.errors import UserInputError
 
 #: The backends ``dpbench run --backend`` accepts: name -> module of this package. Each module has
 #: ``open_backend(conn) -> ContextManager[Backend]``; adding a backend is one module and one entry.
-BACKEND_MODULES = {"dask": "dask", "processes": "processes", "inline": "inline"}
+BACKEND_MODULES = {"dask": "dask", "forked": "forked", "processes": "processes",
+                   "inline": "inline"}
 BACKENDS = tuple(BACKEND_MODULES)
 
 T = TypeVar("T")

@@ -23,6 +23,7 @@ from ...config.cluster import DEFAULT_WORKER_TIMEOUT_S, cluster_class, load_prof
 from ...core.errors import NoWorkers, SchedulerLost
 from ..isolation import prepare_child, reset_child
 from .base import END, IDLE, IDLE_EVERY_S, TaskFailed, next_task
+from .forked import ForkedWorkers, fork_available
 from .inline import InlineBackend
 from .worker_watch import WorkerWatch
 
@@ -47,11 +48,20 @@ def _local_cluster(workers: int) -> Any:
                         dashboard_address=None, silence_logs=40)
 
 
-class _ClusterStart:
-    """The embedded default's LocalCluster and its client, started in a thread: its start (the
-    scheduler here, one spawned worker process per core importing distributed, ~1 s) would
-    otherwise leave the run idle, so the run computes tasks in this process meanwhile
-    (:meth:`DaskBackend.results`)."""
+#: The embedded default starts its LocalCluster only when the work left is worth it: at least
+#: this many seconds per worker, estimated from the tasks measured so far (without an estimate:
+#: once its forked workers have computed this long). Until then, and while it starts, forked
+#: workers compute (docs/architecture.md, "The embedded default").
+CLUSTER_WORTH_S = 30.0
+
+
+class _LocalStart:
+    """The embedded default: forked workers (:mod:`.forked`) that compute at once, and the
+    LocalCluster with its client, started in a thread when :meth:`begin` is called. A
+    LocalCluster's start (the scheduler here, one spawned worker process per core importing
+    distributed and the suite's plugins: about 1 s, and 0.6 s of CPU per worker) would
+    otherwise delay every run, and costs more than a short sweep. Without ``fork`` (macOS,
+    Windows) the cluster starts at once and the run computes in this process meanwhile."""
 
     def __init__(self, workers: int) -> None:
         self.workers = workers
@@ -59,10 +69,23 @@ class _ClusterStart:
         self.client: Any = None
         self.error: BaseException | None = None
         self.ready = threading.Event()
-        prepare_child()  # the fork for cells computed here, before the thread imports distributed
-        self._thread = threading.Thread(target=self._start, name="dpbench-cluster-start",
-                                        daemon=True)
-        self._thread.start()
+        self._thread: threading.Thread | None = None
+        self.pool: ForkedWorkers | None = None
+        if fork_available():
+            self.pool = ForkedWorkers(workers)  # before any thread of this run imports
+        else:
+            prepare_child()  # the fork for cells computed here, before the thread imports
+            self.begin()
+
+    @property
+    def begun(self) -> bool:
+        return self._thread is not None
+
+    def begin(self) -> None:
+        if self._thread is None:
+            self._thread = threading.Thread(target=self._start, name="dpbench-cluster-start",
+                                            daemon=True)
+            self._thread.start()
 
     def _start(self) -> None:
         try:
@@ -76,7 +99,10 @@ class _ClusterStart:
             self.ready.set()
 
     def close(self) -> None:
-        self._thread.join()
+        if self.pool is not None:
+            self.pool.close()
+        if self._thread is not None:
+            self._thread.join()
         for part in (self.client, self.cluster):
             if part is not None:
                 part.close()
@@ -85,17 +111,21 @@ class _ClusterStart:
 class DaskBackend:
     def __init__(self, client: Any, description: str, cluster: Any = None,
                  worker_timeout_s: float = DEFAULT_WORKER_TIMEOUT_S,
-                 starting: _ClusterStart | None = None) -> None:
+                 starting: _LocalStart | None = None) -> None:
         self.client, self.description = client, description
         self.cluster, self.worker_timeout_s = cluster, worker_timeout_s
         self._threads, self._threads_at = 0, -1e9
         self._starting = starting
+        #: Worker seconds of work not yet submitted (set by the runner from its packer): whether
+        #: the embedded default's LocalCluster is worth starting.
+        self.work_left: Callable[[], float] | None = None
 
     def capacity(self) -> int:
-        """Worker threads connected now (asked of the scheduler at most once a second); 1 (this
-        process) while the cluster starts."""
+        """Worker threads connected now (asked of the scheduler at most once a second); before
+        the embedded default's cluster is up, its forked workers (or 1: this process)."""
         if self.client is None:
-            return 1
+            pool = self._starting.pool if self._starting is not None else None
+            return pool.workers if pool is not None else 1
         now = time.monotonic()
         if now - self._threads_at >= 1.0:
             try:
@@ -113,12 +143,13 @@ class DaskBackend:
         """Open a client. Precedence: ``scheduler``, ``scheduler_file``, ``profile``, a
         LocalCluster of ``workers`` processes (one thread each)."""
         if scheduler is None and scheduler_file is None and profile is None:
-            # The embedded default: distributed is imported in the starting thread.
+            # The embedded default: distributed is imported in the starting thread, if ever.
             n = workers if workers is not None else (os.cpu_count() or 1)
-            starting = _ClusterStart(n)
+            starting = _LocalStart(n)
             try:
-                yield cls(None, f"LocalCluster ({n} worker process{'es' if n != 1 else ''} "
-                                "x 1 thread)", starting=starting)
+                yield cls(None, _cluster_description(n) if starting.pool is None
+                          else f"{starting.pool.description} (embedded default)",
+                          starting=starting)
             finally:
                 starting.close()
             return
@@ -193,36 +224,74 @@ class DaskBackend:
 
     def _while_starting(self, run: Callable[[T], Any], queue: Iterator[T | None]
                         ) -> Generator[tuple[T, Any] | Any, None, bool]:
-        """Compute tasks in this process (the inline backend) until the LocalCluster is up;
-        then adopt it. Returns whether every task was computed here."""
+        """The embedded default before its LocalCluster is up: compute in the forked workers (in
+        this process without ``fork``), start the cluster once the work left is worth it, and
+        adopt it when it is up. Returns whether every task was computed before."""
         starting = self._starting
         assert starting is not None
+        t0 = time.monotonic()
+
+        def worth() -> bool:
+            if self.work_left is not None:
+                return self.work_left() >= CLUSTER_WORTH_S * max(starting.workers, 1)
+            return time.monotonic() - t0 >= CLUSTER_WORTH_S
+
+        def up() -> bool:  # asked before each submission
+            if not starting.begun and worth():
+                starting.begin()
+            return starting.ready.is_set()
+
         taken = [0]
+
+        def counted(items: Iterator[T | None]) -> Iterator[T | None]:
+            for item in items:
+                taken[0] += item is not None
+                yield item
+
+        pool = starting.pool
+        if pool is not None:
+            exhausted = yield from pool.results(run, counted(queue), stop=up)
+            where = f"by {pool.description}"
+        else:
+            exhausted = yield from self._inline_until(run, counted(queue), up)
+            where = "in this process"
+        here = pool.description if pool is not None else "this process"
+        if exhausted:
+            self.description = (f"{here} (embedded default; " + (
+                "the run ended while its LocalCluster started)" if starting.begun else
+                f"its LocalCluster was not started: under {CLUSTER_WORTH_S:g} s of work per "
+                "worker)"))
+            return True
+        self.description = _cluster_description(starting.workers) + (
+            f"; {taken[0]} task{'s' if taken[0] != 1 else ''} computed {where} before it was up"
+            if taken[0] else "")
+        if pool is not None:
+            pool.close()
+        if starting.error is not None:
+            raise starting.error
+        self.client, self.cluster = starting.client, starting.cluster
+        return False
+
+    @staticmethod
+    def _inline_until(run: Callable[[T], Any], queue: Iterator[T | None],
+                      up: Callable[[], bool]) -> Generator[tuple[T, Any] | Any, None, bool]:
+        """Compute tasks in this process until ``up()``; returns whether ``queue`` ran out."""
         exhausted = False
 
         def until_up() -> Iterator[T]:
             nonlocal exhausted
-            while not starting.ready.is_set():
+            while not up():
                 spec = next_task(queue, idle=True)
                 if spec is END:
                     exhausted = True
                     return
-                taken[0] += 1
                 yield spec
 
         try:
             yield from InlineBackend().results(run, until_up())
         finally:
             reset_child()  # this process's compute child, if the tasks forked one
-            if taken[0]:
-                self.description += (f"; {taken[0]} task{'s' if taken[0] != 1 else ''} "
-                                     "computed in this process while it started")
-        if exhausted:
-            return True
-        if starting.error is not None:
-            raise starting.error
-        self.client, self.cluster = starting.client, starting.cluster
-        return False
+        return exhausted
 
     def _consume(self, ac: Any, specs: dict[str, T], futures: dict[str, Any],
                  fill: Callable[[], None], watch: WorkerWatch) -> Iterator[tuple[T, Any] | Any]:
@@ -261,6 +330,10 @@ class DaskBackend:
                     yield spec, res
                 fut.release()
                 fill()
+
+
+def _cluster_description(workers: int) -> str:
+    return f"LocalCluster ({workers} worker process{'es' if workers != 1 else ''} x 1 thread)"
 
 
 def _batches(ac: Any, waiting: Callable[[], bool]) -> Iterator[list[Any] | Any]:
