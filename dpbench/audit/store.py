@@ -41,8 +41,8 @@ from ..core.errors import StoreError
 from ..core.schema import DONE, FAILED, NOT_APPLICABLE, PENDING, STATUS_NAMES
 from ..privacy.profile import PROFILE_EPSILONS
 from ..store.cube import STATUS_CHUNK_CELLS, VALUE_CHUNK_CELLS, Store, chunk_shape, package_versions
+from ..store.paths import AUDIT_GROUP
 
-AUDIT_GROUP = "audit"
 AUDIT_KEY = "dpbench_audit"
 SIDES = ("D", "D'")
 #: Per-batch float variables (the claims the ledger made for the batch's releases).

@@ -374,11 +374,20 @@ def _cmd_list(args: argparse.Namespace) -> int:
 
 
 def _cmd_status(args: argparse.Namespace) -> int:
+    from ..store.status import print_tables, rows_table
+    from ..store.summary import summarised
+
+    selection = _selection(args)
+    fast = None if selection else summarised(args.store)
+    if fast is not None:  # the run's summary: no zarr needed (docs/architecture.md)
+        rows, meta = fast
+        print_tables(rows_table(rows, args.store))
+        _print_interrupted(meta.get("runs", []))
+        return EXIT_OK
     from ..store.cube import Store
-    from ..store.status import print_tables, status_table
+    from ..store.status import status_table
 
     store = Store.open(args.store)
-    selection = _selection(args)
     print_tables(status_table(store, selection))
     index = store.selection_index()
     for name in selection.experiments(index):
@@ -394,10 +403,13 @@ def _cmd_status(args: argparse.Namespace) -> int:
               f"{c['not_applicable']} not applicable, {c['pending']} pending")
     from ..store.cube import ROOT_KEY
 
-    runs = store.root.attrs.get(ROOT_KEY, {}).get("runs", [])
-    if runs and runs[-1].get("interrupted"):
-        print(f"last run interrupted: {runs[-1]['interrupted']}")
+    _print_interrupted(store.root.attrs.get(ROOT_KEY, {}).get("runs", []))
     return EXIT_OK
+
+
+def _print_interrupted(runs: list[dict[str, Any]]) -> None:
+    if runs and isinstance(runs[-1], dict) and runs[-1].get("interrupted"):
+        print(f"last run interrupted: {runs[-1]['interrupted']}")
 
 
 def _check_report_dir(report: str | None) -> None:

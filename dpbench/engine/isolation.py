@@ -198,13 +198,20 @@ class _Child:
     conn: Connection
 
     @classmethod
-    def fork(cls) -> _Child:
+    def fork(cls, detach_signals: bool = False) -> _Child:
+        """Fork a child serving requests. ``detach_signals``: the child ignores SIGINT and takes
+        SIGTERM's default action instead of inheriting this process's handlers (a Ctrl-C or a
+        SIGTERM sent to the whole process group is the parent's to handle: it stops its
+        children; a cell must never record the interruption as its own failure)."""
         parent, child = Pipe(duplex=True)
         pid = _fork_between_imports(FORK_IMPORT_WAIT_S)
         if pid == 0:  # the child never returns into the caller (no atexit, no dask teardown)
             code = 0
             try:
                 parent.close()
+                if detach_signals:
+                    signal.signal(signal.SIGINT, signal.SIG_IGN)
+                    signal.signal(signal.SIGTERM, signal.SIG_DFL)
                 _forget_foreign_imports()
                 _serve(child)
             except BaseException:  # noqa: BLE001 - the parent records the death

@@ -37,7 +37,7 @@ from .cells import TaskResult, run_task
 from .plan import Packer, Plan, TaskSpec, plan_suite
 
 if TYPE_CHECKING:
-    from ..store.cube import Counts
+    from ..store.summary import Counts
 
 _END = object()
 
@@ -276,6 +276,12 @@ def run_suite(suite: Suite, store_path: str | Path, *, scheduler: str | None = N
     """
     connection = Connection(backend, workers, scheduler, scheduler_file, profile)
     connection.check()
+    if not restart and not selection:
+        from ..store.summary import finished
+
+        rows = finished(Path(store_path), suite)
+        if rows is not None:  # nothing to compute or refresh: a read-only resume
+            return _finished_summary(Path(store_path), rows)
     masks = suite_masks(selection, suite) if selection else None
     # Instantiating every cell's problem and algorithm validates parameter combinations that only
     # occur at some grid points, before the store is touched.
@@ -284,6 +290,19 @@ def run_suite(suite: Suite, store_path: str | Path, *, scheduler: str | None = N
         return _run_locked(suite, store_path, planned, connection, restart=restart,
                            retry_failed=retry_failed, window=window, progress=progress,
                            on_result=on_result, masks=masks)
+
+
+def _finished_summary(path: Path, rows: list[list[Any]]) -> RunSummary:
+    """The summary of a resume that finds nothing to do (:func:`~dpbench.store.summary.finished`),
+    from the store's status summary."""
+    from ..store.summary import Counts
+
+    counts: dict[str, Counts] = {}
+    for name, _, total, done, failed, na, pending in rows:
+        c = counts.setdefault(name, Counts())
+        c.total, c.done, c.failed = c.total + total, c.done + done, c.failed + failed
+        c.not_applicable, c.pending = c.not_applicable + na, c.pending + pending
+    return RunSummary(path, "none (nothing to compute)", counts=counts)
 
 
 def _run_locked(suite: Suite, store_path: str | Path, planned: Plan,
@@ -382,7 +401,7 @@ def _run_prepared(suite: Suite, store_path: str | Path, planned: Plan, connectio
     if isinstance(store, _NewStore):
         store, not_applicable = store.created()
     summary.not_applicable = not_applicable
-    from ..store.cube import Counts
+    from ..store.summary import Counts
 
     summary.counts = {e.name: store.counts(e.name) if masks is None
                       else Counts.of(store.status(e.name)[masks[e.name]])

@@ -49,7 +49,8 @@ from ..analysis.rates import MIN_POINTS
 from ..config.selection import Selection
 from ..core.errors import UserInputError
 from ..core.schema import DONE, FAILED, NOT_APPLICABLE
-from ..store.cube import ROOT_KEY, Counts, Store
+from ..store.cube import ROOT_KEY, Store
+from ..store.summary import Counts
 from ..store.writable import check_writable, write_all_or_nothing
 from . import sections
 from .figures import (

@@ -44,7 +44,6 @@ from .._version import __version__
 from ..config.suite import Experiment, Suite
 from ..core.errors import StoreError
 from ..core.schema import (
-    DONE,
     FAILED,
     FLOAT_VARS,
     NONDETERMINISTIC_VARS,
@@ -57,12 +56,12 @@ from ..core.schema import (
     NotApplicableChunk,
     check_version,
 )
-from ..core.seeding import stable_hash
 from . import growth
-from .paths import ROOT_KEY, check_store_path, is_store
+from .paths import EXP_KEY, ROOT_KEY, SUMMARY_KEY, check_store_path, is_store, status_files
+from .summary import Counts
+from .theory import oracle_kinds, rate_cards, refreshed_theory, suite_record
 from .writable import disk_reason, is_disk_error
 
-EXP_KEY = "dpbench_experiment"
 #: Upper bound on the cells of one ``status`` chunk (64 KiB of uint8 before compression).
 STATUS_CHUNK_CELLS = 2 ** 16
 #: Upper bound on the cells of one chunk of a value variable or ``error`` (32 KiB of float64).
@@ -176,20 +175,6 @@ def _new_store_guard(path: Path, keep_dir: bool) -> Iterator[None]:
         raise
 
 
-@dataclass
-class Counts:
-    total: int = 0
-    pending: int = 0
-    done: int = 0
-    failed: int = 0
-    not_applicable: int = 0
-
-    @classmethod
-    def of(cls, status: np.ndarray) -> Counts:
-        return cls(int(status.size), int(np.sum(status == PENDING)), int(np.sum(status == DONE)),
-                   int(np.sum(status == FAILED)), int(np.sum(status == NOT_APPLICABLE)))
-
-
 class Store:
     """An open dpbench store (the client is its only writer)."""
 
@@ -293,24 +278,14 @@ class Store:
         store, root = self, self.root
         store._index = None
         meta = dict(root.attrs[ROOT_KEY])
-        meta.update({"suite_name": suite.name, "suite_source": suite.source,
-                     "suite_yaml": suite.text, "suite_hash": stable_hash(suite.text),
-                     "root_seed": suite.root_seed})
+        meta.update({**suite_record(suite), SUMMARY_KEY: None})
         root.attrs[ROOT_KEY] = meta
         for exp in suite.experiments:
             if not store._initialised(exp.name):
                 store._create_experiment(suite, exp)
-            # Expected rates, rate cards and oracle kinds never change results (they are the
-            # theory the analysis compares with), so they are refreshed on every prepare.
             g = store.root[exp.name]
-            g.attrs["expectations"] = [e.to_dict() for e in exp.expectations]
-            algos = dict(g.attrs.get("algorithms", {}))
-            cards = store._rate_cards(exp)
-            for label, kinds in store._oracle_kinds(exp).items():
-                if label in algos:
-                    algos[label] = {**algos[label], "oracle_kinds": kinds,
-                                    "rate_card": cards[label]}
-            g.attrs["algorithms"] = algos
+            g.attrs["expectations"], g.attrs["algorithms"] = refreshed_theory(
+                exp, g.attrs.get("algorithms", {}))
         return store
 
     def _initialised(self, name: str) -> bool:
@@ -408,33 +383,11 @@ class Store:
                             "schema": SCHEMA_VERSION}
 
     @staticmethod
-    def _rate_cards(exp: Experiment) -> dict[str, dict[str, Any] | None]:
-        """Per algorithm label, its rate card (as stored) at the experiment's first grid point."""
-        first = {a: v[0] for a, v in exp.grid.items()}
-        out: dict[str, dict[str, Any] | None] = {}
-        for spec in exp.algorithms:
-            card = spec.build(exp.algorithm_axes(first)).rate_card()
-            out[spec.label] = card.to_dict() if card else None
-        return out
-
-    @staticmethod
-    def _oracle_kinds(exp: Experiment) -> dict[str, dict[str, str]]:
-        """Per algorithm label, the kind of its closed-form oracle on each problem label
-        (:meth:`dpbench.core.algorithm.Algorithm.oracle_kind`)."""
-        first = {a: v[0] for a, v in exp.grid.items()}
-        built = {spec.label: spec.build(exp.problem_axes(first)) for spec in exp.problems}
-        out = {}
-        for spec in exp.algorithms:
-            algo = spec.build(exp.algorithm_axes(first))
-            out[spec.label] = {label: algo.oracle_kind(prob) for label, prob in built.items()}
-        return out
-
-    @staticmethod
     def _experiment_attrs(suite: Suite, exp: Experiment) -> dict[str, Any]:
         first = {a: v[0] for a, v in exp.grid.items()}
         built = {spec.label: spec.build(exp.problem_axes(first)) for spec in exp.problems}
-        kinds = Store._oracle_kinds(exp)
-        cards = Store._rate_cards(exp)
+        kinds = oracle_kinds(exp)
+        cards = rate_cards(exp)
         algos = {}
         for spec in exp.algorithms:
             algo = spec.build(exp.algorithm_axes(first))
@@ -594,12 +547,41 @@ class Store:
         _gather(writes)
 
     def record_run(self, info: dict[str, Any]) -> None:
-        """Append a run's provenance (times, cluster, counts) to the root attributes."""
+        """Append a run's provenance (times, cluster, counts) to the root attributes, with the
+        store's status summary (:data:`~.paths.SUMMARY_KEY`) as of now: the run has written
+        everything. It stands for the status arrays as long as their files are unchanged
+        (:func:`~.paths.status_files`); the next :meth:`prepare` clears it."""
         meta = dict(self.root.attrs[ROOT_KEY])
         runs = list(meta.get("runs", []))
         runs.append(info)
         meta["runs"] = runs[-50:]
+        try:
+            meta[SUMMARY_KEY] = {"rows": [list(row) for row in self.status_rows()],
+                                 "status_files": status_files(self.path, self.experiments())}
+        except Exception:  # noqa: BLE001 - no summary: readers count the status arrays
+            meta[SUMMARY_KEY] = None
         self.root.attrs[ROOT_KEY] = meta
+
+    def status_rows(self, selection: Any = None) -> list[tuple[str, str, int, int, int, int, int]]:
+        """Per experiment and algorithm label, among the ``selection``'s cells (all by
+        default): (experiment, label, cells, done, failed, not applicable, pending)."""
+        from ..config.selection import Selection
+
+        selection = selection or Selection()
+        index = self.selection_index()
+        selection.check(index)
+        rows = []
+        for name in selection.experiments(index):
+            st = self.status(name)
+            labels, _ = index[name]["algorithm"]
+            picked = selection.mask(st.shape, index[name])
+            for i, label in enumerate(labels):
+                if not picked[i].any():
+                    continue
+                c = Counts.of(st[i][picked[i]])
+                rows.append((name, label, c.total, c.done, c.failed, c.not_applicable,
+                             c.pending))
+        return rows
 
 
 def _py(v: Any) -> Any:

@@ -31,10 +31,9 @@ import zarr
 
 from ..core.schema import VARIABLE_NAMES
 from ..core.seeding import canonical
+from .paths import STAGING_SUFFIX
 
-#: Suffix of the staging directory beside a store (like the writer lock, ``<store>.lock``, it
-#: sits outside the zarr hierarchy so that no reader ever lists it).
-STAGING_SUFFIX = ".grow"
+#: Suffix, inside the staging directory, of the experiment group set aside by the swap.
 _OLD = ".old"
 
 

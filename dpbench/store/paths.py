@@ -3,24 +3,48 @@ checks its store path before it starts its workers; :mod:`.cube` imports zarr)."
 
 from __future__ import annotations
 
+import hashlib
 import json
+import os
 from pathlib import Path
+from typing import Any
 
 from ..core.errors import StoreError
 
 ROOT_KEY = "dpbench_store"
+#: An experiment group's own entry in its metadata (schema, definition, fingerprint, initialised).
+EXP_KEY = "dpbench_experiment"
+#: Suffix of the staging directory beside a store in which an experiment is grown
+#: (store/growth.py); like the writer lock, ``<store>.lock``, it sits outside the zarr hierarchy
+#: so that no reader ever lists it.
+STAGING_SUFFIX = ".grow"
+#: In the root metadata: the status counts per experiment and algorithm label, as ``rows``
+#: (experiment, label, cells, done, failed, not applicable, pending), with the
+#: :func:`status_files` they were counted from; written by a run once it has written
+#: everything, cleared by the next writer's prepare (``None``: count the status arrays).
+#: ``dpbench status`` and the resume of a finished store read it without opening zarr.
+SUMMARY_KEY = "status_summary"
+#: The group of a store that holds its audits (dpbench.audit.store).
+AUDIT_GROUP = "audit"
+
+
+def root_meta(path: Path) -> dict[str, Any] | None:
+    """The dpbench entry of a store's root metadata (``zarr.json``, read as JSON), or ``None``
+    when ``path`` holds no dpbench store."""
+    meta = path / "zarr.json"
+    if not meta.is_file():
+        return None
+    try:
+        doc = json.loads(meta.read_text())
+    except (OSError, ValueError):
+        return None
+    found = doc.get("attributes", {}).get(ROOT_KEY) if isinstance(doc, dict) else None
+    return found if isinstance(found, dict) else None
 
 
 def is_store(path: Path) -> bool:
     """Whether ``path`` holds a dpbench store (its root metadata names one)."""
-    meta = path / "zarr.json"
-    if not meta.is_file():
-        return False
-    try:
-        doc = json.loads(meta.read_text())
-    except (OSError, ValueError):
-        return False
-    return ROOT_KEY in doc.get("attributes", {})
+    return root_meta(path) is not None
 
 
 def check_store_path(path: Path) -> bool:
@@ -37,3 +61,20 @@ def check_store_path(path: Path) -> bool:
         raise StoreError(f"store path {str(path)!r} holds something else (a non-empty directory "
                          "that is not a dpbench store); choose a new path or an existing store")
     return False
+
+
+def status_files(path: Path, experiments: list[str]) -> str:
+    """A digest of the files of the experiments' ``status`` arrays (name, size, modification
+    time): any write to a status array, by dpbench or by hand (a chunk rewritten, a chunk file
+    deleted to have its cells computed again), changes it."""
+    entries = []
+    for name in sorted(experiments):
+        root = path / name / "status"
+        for folder, dirs, files in os.walk(root):
+            dirs.sort()
+            for file in sorted(files):
+                st = os.stat(os.path.join(folder, file))
+                entries.append([os.path.relpath(os.path.join(folder, file), path), st.st_size,
+                                st.st_mtime_ns])
+    return hashlib.sha256(json.dumps(entries).encode()).hexdigest()
+

@@ -3,37 +3,34 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from rich.console import Console
 from rich.table import Table
 
-from ..config.selection import Selection
-from ..core.schema import DONE, FAILED, NOT_APPLICABLE, PENDING
-from .cube import Store
+from ..core.schema import DONE
+
+if TYPE_CHECKING:
+    from ..config.selection import Selection
+    from .cube import Store
+
+from .summary import STATUS_COLUMNS
 
 
 def status_table(store: Store, selection: Selection | None = None) -> Table:
     """Done / failed / not applicable / pending per experiment (and per algorithm), of the
     ``selection``'s cells."""
-    selection = selection or Selection()
-    t = Table(title=f"dpbench store {store.path}"
+    return rows_table(store.status_rows(selection), store.path, selection)
+
+
+def rows_table(rows: list[Any], path: Any, selection: Selection | None = None) -> Table:
+    t = Table(title=f"dpbench store {path}"
               + (f" ({selection.describe()})" if selection else ""))
-    for col in ("experiment", "algorithm", "cells", "done", "failed", "n/a", "pending"):
+    for col in STATUS_COLUMNS:
         t.add_column(col, justify="left" if col in ("experiment", "algorithm") else "right")
-    index = store.selection_index()
-    selection.check(index)
-    for name in selection.experiments(index):
-        st = store.status(name)
-        labels, _ = index[name]["algorithm"]
-        picked = selection.mask(st.shape, index[name])
-        for i, label in enumerate(labels):
-            if not picked[i].any():
-                continue
-            s = st[i][picked[i]]
-            t.add_row(name, label, str(s.size), str(int((s == DONE).sum())),
-                      str(int((s == FAILED).sum())), str(int((s == NOT_APPLICABLE).sum())),
-                      str(int((s == PENDING).sum())))
+    for name, label, *counts in rows:
+        t.add_row(str(name), str(label), *(str(int(c)) for c in counts))
     return t
 
 

@@ -158,12 +158,19 @@ def test_store_on_a_read_only_file_system_is_refused(command: str, sub: str, tmp
 
 def test_resuming_a_store_on_a_read_only_file_system_is_refused(
         tmp_path: Path, suites: dict[str, Path], capsys: pytest.CaptureFixture[str]) -> None:
+    """A resume with cells to write is refused; one that finds the store finished writes
+    nothing, so it needs no write access and says so."""
+    grown = _write(tmp_path / "grown.yaml", SUITE + SECOND)
     with _tmpfs(tmp_path / "ro", "1m") as m:
         assert _cli(_argv("run", suites["run"], m / "s.zarr"), capsys)[0] == 0
         _remount_ro(m)
         before = _listing(m)
-        code, err = _cli(_argv("run", suites["run"], m / "s.zarr"), capsys)
+        code, err = _cli(_argv("run", grown, m / "s.zarr"), capsys)
         _refused(code, err, "--store: cannot write to", "read-only file system")
+        assert _listing(m) == before
+        capsys.readouterr()
+        assert main(_argv("run", suites["run"], m / "s.zarr")) == 0
+        assert "nothing to compute" in capsys.readouterr().out
         assert _listing(m) == before
 
 

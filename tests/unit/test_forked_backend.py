@@ -142,3 +142,27 @@ def test_work_left_is_what_is_not_handed_out_yet(tiny_suite_file: Path) -> None:
         first = next(tasks)
     handed = sum(c.cost for c in first.chunks) / UNITS_PER_SECOND
     assert packer.work_left_s() == pytest.approx(estimate - handed)
+
+
+def test_signals_for_the_process_group_are_the_clients_to_handle() -> None:
+    """A Ctrl-C reaches every process of the group: a forked worker ignores it (the client stops
+    its workers), so no cell records the interruption as its own failure. A SIGTERM ends the
+    worker (default action): its task is retried in a fresh one."""
+    import signal
+
+    with ForkedWorkers(1) as pool:
+        gen = pool.results(work, [Job("a", 1, sleep_s=0.3), Job("b", 2, sleep_s=0.3)])
+        child = next(iter(pool._tasks))
+        first = next(gen)  # the client waits: both tasks are queued on the one worker
+        assert first is IDLE
+        os.kill(child.pid, signal.SIGINT)
+        out, _ = collect(gen)
+    assert out["a"][0] == 2 and out["b"][0] == 4 and out["a"][1] == child.pid
+
+    with ForkedWorkers(1) as pool:
+        gen = pool.results(work, [Job("a", 1, sleep_s=0.3)])
+        child = next(iter(pool._tasks))
+        assert next(gen) is IDLE
+        os.kill(child.pid, signal.SIGTERM)
+        out, _ = collect(gen)
+    assert out["a"][0] == 2 and out["a"][1] != child.pid  # computed again by a fresh worker

@@ -32,7 +32,8 @@ T = TypeVar("T")
 #: Tasks in flight at least (4 per worker thread otherwise): enough to keep workers that join an
 #: adaptive cluster busy before the next capacity check.
 MIN_WINDOW = 64
-#: How often a wait for the next completed task looks at its queue (seconds).
+#: How often a wait for the next completed task looks at its queue (seconds), where
+#: ``as_completed`` has no condition to wait on.
 _POLL_S = 0.005
 #: After this long without a result (s), the backend asks the scheduler for the state of every
 #: task it still waits for, and settles the ones the scheduler has finished: a result or error
@@ -349,8 +350,16 @@ def _batches(ac: Any, waiting: Callable[[], bool]) -> Iterator[list[Any] | Any]:
             return
         yield IDLE
         deadline = time.monotonic() + IDLE_EVERY_S
+        # as_completed has no wait with a timeout: wait on the condition it notifies at every
+        # completion (checked under its lock, so none is missed); poll where it has none.
+        condition = getattr(ac, "thread_condition", None)
         while not ac.has_ready() and waiting() and time.monotonic() < deadline:
-            time.sleep(_POLL_S)
+            if condition is None:
+                time.sleep(_POLL_S)
+                continue
+            with condition:
+                if not ac.has_ready():
+                    condition.wait(timeout=max(deadline - time.monotonic(), 0.0))
 
 
 def _task_states(keys: list[str], dask_scheduler: Any = None) -> dict[str, tuple[str, Any]]:

@@ -68,7 +68,7 @@ class ForkedWorkers:
                             f"{'es' if self.workers != 1 else ''}")
         #: Each worker's tasks in flight, in the order it computes them.
         self._tasks: dict[_Child, deque[Any]] = {
-            _Child.fork(): deque() for _ in range(self.workers)}
+            _Child.fork(detach_signals=True): deque() for _ in range(self.workers)}
 
     def capacity(self) -> int:
         return self.workers
@@ -92,7 +92,7 @@ class ForkedWorkers:
         """Queue ``task`` on the least busy worker; the worker if it turned out dead (its pipe
         closed: ``task`` is not queued), else ``None``."""
         while len(self._tasks) < self.workers:  # replace the workers that died
-            self._tasks[_Child.fork()] = deque()
+            self._tasks[_Child.fork(detach_signals=True)] = deque()
         child = min(self._tasks, key=lambda c: len(self._tasks[c]))
         try:
             child.conn.send((_task_compute, (run, task), 0, 1, None))
