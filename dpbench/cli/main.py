@@ -52,12 +52,13 @@ def _add_run_options(r: argparse.ArgumentParser, restart_help: str) -> None:
     r.add_argument("suite", help="suite YAML file")
     r.add_argument("--store", required=True, help="zarr store directory (created or resumed)")
     r.add_argument("--backend", default="dask", choices=BACKENDS,
-                   help="where cells run: dask (a LocalCluster, a profile or a scheduler; the "
-                        "default), processes (a local process pool, no dask) or inline (this "
-                        "process); docs/architecture.md")
+                   help="where cells run: dask (the default: forked workers, then a "
+                        "LocalCluster once the work is worth its start; or a profile or a "
+                        "scheduler), forked (forked workers only, Linux), processes (a spawned "
+                        "process pool, no dask) or inline (this process); docs/architecture.md")
     r.add_argument("--workers", type=int, default=None,
-                   help="worker processes of the LocalCluster or the process pool (default: one "
-                        "per core; 0 = inline, no dask)")
+                   help="worker processes of the embedded default or the process pool (default: "
+                        "one per core; 0 = inline, no dask)")
     r.add_argument("--scheduler", default=None, help="address of a running dask scheduler")
     r.add_argument("--scheduler-file", default=None, metavar="FILE",
                    help="scheduler file (JSON) written by dask scheduler --scheduler-file; "

@@ -295,6 +295,26 @@ def test_a_result_is_written_while_other_tasks_still_compute(tmp_path: Path,
     assert written["slow"] - written["fast"] >= 1.5, written
 
 
+@pytest.mark.slow
+def test_without_fork_the_local_cluster_starts_at_once(
+        tiny_suite_file: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Where fork is unsafe (macOS) or missing (Windows) the embedded default starts its
+    LocalCluster at once and computes tasks in this process until it is up; the cube is the
+    inline one, bit for bit."""
+    from dpbench.engine.backends import dask as dask_backend
+
+    monkeypatch.setattr(dask_backend, "fork_available", lambda: False)
+    suite = load_suite(tiny_suite_file)
+    ref = tmp_path / "ref.zarr"
+    run_suite(suite, ref, workers=0, progress=False)
+    summary = run_suite(suite, tmp_path / "s.zarr", workers=2, progress=False)
+    assert summary.backend.startswith("LocalCluster (2 worker processes x 1 thread)") or \
+        summary.backend.startswith("this process (embedded default; the run ended while"), \
+        summary.backend
+    assert summary.complete
+    assert_cubes_identical(ref, tmp_path / "s.zarr", ["approx", "pure"])
+
+
 HANDOVER_SUITE = """
 name: handover
 seeds: 1
