@@ -270,12 +270,15 @@ def reset_child() -> None:
     _drop_child()
 
 
-def _death_message(status: int, memory_mb: float | None) -> str:
+def how_it_ended(status: int) -> str:
+    """A child's wait status in words: ``signal SIGKILL``, ``exit code 70``."""
     if os.WIFSIGNALED(status):
-        how = f"signal {signal.Signals(os.WTERMSIG(status)).name}"
-    else:
-        how = f"exit code {os.waitstatus_to_exitcode(status)}"
-    msg = f"CellCrash: the cell's process died ({how})"
+        return f"signal {signal.Signals(os.WTERMSIG(status)).name}"
+    return f"exit code {os.waitstatus_to_exitcode(status)}"
+
+
+def _death_message(status: int, memory_mb: float | None) -> str:
+    msg = f"CellCrash: the cell's process died ({how_it_ended(status)})"
     if memory_mb is not None:
         msg += f"; possibly exceeded the cell memory limit of {memory_mb:g} MB"
     return msg

@@ -52,7 +52,7 @@ def _local_cluster(workers: int) -> Any:
 #: The embedded default starts its LocalCluster only when the work left is worth it: at least
 #: this many seconds per worker, estimated from the tasks measured so far (without an estimate:
 #: once its forked workers have computed this long). Until then, and while it starts, forked
-#: workers compute (docs/architecture.md, "The embedded default").
+#: workers compute (docs/architecture.md, "Start-up and throughput").
 CLUSTER_WORTH_S = 30.0
 
 

@@ -2,13 +2,13 @@
 
 A forked worker starts in milliseconds with everything this process has imported (the suite's
 plugins, numpy, numba), where a spawned one starts an interpreter and imports them again (about
-0.6 s of CPU per worker, docs/architecture.md "Start-up"). The embedded default computes in
+0.6 s of CPU per worker; docs/architecture.md, "Start-up and throughput"). The embedded default computes in
 them until its LocalCluster is worth starting (:mod:`.dask`), and ``--backend forked`` computes
 a whole run in them.
 
-Each worker computes one task at a time (so the tail balances), through the request loop of
-:mod:`dpbench.engine.isolation` (the same child process, pipe and fork-between-imports guard as
-the per-cell limits). A task whose worker dies is retried once in a fresh worker, then recorded as
+Each worker computes one task at a time with the next one queued (:data:`DEPTH`), through the
+request loop of :mod:`dpbench.engine.isolation` (the same child process, pipe and
+fork-between-imports guard as the per-cell limits). A task whose worker dies is retried once in a fresh worker, then recorded as
 failed, like the other backends. Results do not depend on which worker computes a task.
 """
 
@@ -21,7 +21,7 @@ from collections.abc import Callable, Generator, Iterable, Iterator
 from multiprocessing.connection import wait
 from typing import Any, TypeVar
 
-from ..isolation import _HEARTBEAT, _Child
+from ..isolation import _HEARTBEAT, _Child, how_it_ended
 from .base import END, IDLE, IDLE_EVERY_S, Task, TaskFailed, next_task
 
 T = TypeVar("T", bound=Task)
@@ -49,14 +49,6 @@ def _task_compute(payload: tuple[Callable[[Any], Any], Any]) -> Callable[[int, A
             return TaskFailed(f"task failed: {type(exc).__name__}: {exc}")
 
     return compute
-
-
-def _death(status: int) -> str:
-    if os.WIFSIGNALED(status):
-        import signal
-
-        return f"signal {signal.Signals(os.WTERMSIG(status)).name}"
-    return f"exit code {os.waitstatus_to_exitcode(status)}"
 
 
 class ForkedWorkers:
@@ -159,7 +151,7 @@ class ForkedWorkers:
         retry.extend(reversed(lost))
         attempts[task.key] = attempts.get(task.key, 0) + 1
         if attempts[task.key] > 1:
-            yield task, TaskFailed(f"worker process died twice (last: {_death(status)})")
+            yield task, TaskFailed(f"worker process died twice (last: {how_it_ended(status)})")
         else:
             retry.append(task)
 
