@@ -564,10 +564,6 @@ def main(argv: Sequence[str] | None = None) -> int:
             signal.signal(signal.SIGTERM, previous)
 
 
-if __name__ == "__main__":
-    sys.exit(main())
-
-
 def console_main() -> None:
     """The ``dpbench`` command (and ``python -m dpbench``): :func:`main`, then a fast exit.
 
@@ -594,3 +590,7 @@ def console_main() -> None:
         except (OSError, ValueError):
             pass
     os._exit(code)
+
+
+if __name__ == "__main__":
+    console_main()

@@ -66,9 +66,14 @@ def check_store_path(path: Path) -> bool:
 def status_files(path: Path, experiments: list[str]) -> str:
     """A digest of the files of the experiments' ``status`` arrays (name, size, modification
     time): any write to a status array, by dpbench or by hand (a chunk rewritten, a chunk file
-    deleted to have its cells computed again), changes it."""
+    deleted to have its cells computed again), changes it. The names come from the store:
+    anything but a plain directory name is refused (:class:`StoreError`), so no path read from a
+    store leads outside it."""
     entries = []
     for name in sorted(experiments):
+        if not isinstance(name, str) or name in ("", ".", "..") or Path(name).name != name \
+                or "\\" in name:
+            raise StoreError(f"store {str(path)!r}: {name!r} is not an experiment name")
         root = path / name / "status"
         for folder, dirs, files in os.walk(root):
             dirs.sort()
@@ -77,4 +82,3 @@ def status_files(path: Path, experiments: list[str]) -> str:
                 entries.append([os.path.relpath(os.path.join(folder, file), path), st.st_size,
                                 st.st_mtime_ns])
     return hashlib.sha256(json.dumps(entries).encode()).hexdigest()
-

@@ -101,6 +101,19 @@ def test_inline_and_local_cluster_worker_counts_bit_identical(
         assert_cubes_identical(ref, out, ["approx", "pure"])
 
 
+def test_forked_backend_without_fork_is_refused_before_anything_is_written(
+        tiny_suite_file: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    from dpbench.engine.backends import base
+
+    monkeypatch.setattr(base, "fork_available", lambda: False)
+    before = sorted(p.name for p in tmp_path.iterdir())
+    assert main(["run", str(tiny_suite_file), "--store", str(tmp_path / "s.zarr"),
+                 "--backend", "forked", "--quiet"]) == 2
+    assert "--backend forked needs Linux's fork" in capsys.readouterr().err
+    assert sorted(p.name for p in tmp_path.iterdir()) == before
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("workers", [1, 2])
 def test_forked_backend_is_bit_identical_to_inline(tiny_suite_file: Path, tmp_path: Path,

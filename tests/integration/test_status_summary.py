@@ -145,3 +145,18 @@ def test_a_resume_that_would_refresh_the_theory_opens_the_store(tiny_suite_file:
     before = _snapshot(store)
     run_suite(load_suite(expecting), store, workers=0, progress=False)
     assert _snapshot(store) == before
+
+
+def test_experiment_names_in_a_summary_never_lead_outside_the_store(
+        tiny_suite_file: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The names in a summary are data: one that is not a plain directory name (here a path to
+    a directory beside the store) is never walked; status counts the arrays instead."""
+    store = tmp_path / "s.zarr"
+    run_suite(load_suite(tiny_suite_file), store, workers=0, progress=False)
+    rows, _ = summarised(store)  # type: ignore[misc]
+    fast = _status(store, capsys)
+    (tmp_path / "outside" / "status").mkdir(parents=True)
+    for name in ("../outside", "/etc", ".", "a/b"):
+        _set_summary(store, [[name, *rows[0][1:]], *rows[1:]])
+        assert summarised(store) is None, name
+        assert _status(store, capsys) == fast

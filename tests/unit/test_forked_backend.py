@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 
-from dpbench.engine.backends.base import IDLE, TaskFailed
-from dpbench.engine.backends.forked import ForkedWorkers, fork_available
+from dpbench.engine.backends.base import IDLE, TaskFailed, fork_available
+from dpbench.engine.backends.forked import ForkedWorkers
 from dpbench.engine.plan import UNITS_PER_SECOND, Packer, plan_suite
 
 pytestmark = pytest.mark.skipif(not fork_available(), reason="forked workers need Linux fork")

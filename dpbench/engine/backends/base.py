@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import sys
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -81,6 +83,12 @@ def next_task(tasks: Iterator[Any], idle: bool) -> Any:
         return item
 
 
+def fork_available() -> bool:
+    """Whether forked workers are safe here: Linux (macOS system libraries are not fork-safe
+    after threads start, and Windows has no ``fork``)."""
+    return sys.platform.startswith("linux") and hasattr(os, "fork")
+
+
 @dataclass(frozen=True)
 class Connection:
     """Where a run computes: the command line's ``--backend``, ``--workers``, ``--scheduler``,
@@ -99,6 +107,9 @@ class Connection:
                                  f"got {self.backend!r}")
         if self.workers is not None and self.workers < 0:
             raise UserInputError(f"--workers must be >= 0, got {self.workers}")
+        if self.backend == "forked" and not fork_available():
+            raise UserInputError(f"--backend forked needs Linux's fork (this is {sys.platform}); "
+                                 "use --backend processes")
         if self.backend != "dask":
             given = [flag for flag, v in (("--scheduler", self.scheduler),
                                           ("--scheduler-file", self.scheduler_file),

@@ -22,8 +22,8 @@ from typing import Any, TypeVar
 from ...config.cluster import DEFAULT_WORKER_TIMEOUT_S, cluster_class, load_profile
 from ...core.errors import NoWorkers, SchedulerLost
 from ..isolation import prepare_child, reset_child
-from .base import END, IDLE, IDLE_EVERY_S, TaskFailed, next_task
-from .forked import ForkedWorkers, fork_available
+from .base import END, IDLE, IDLE_EVERY_S, TaskFailed, fork_available, next_task
+from .forked import ForkedWorkers
 from .inline import InlineBackend
 from .worker_watch import WorkerWatch
 

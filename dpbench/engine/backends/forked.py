@@ -15,7 +15,6 @@ failed, like the other backends. Results do not depend on which worker computes 
 from __future__ import annotations
 
 import os
-import sys
 from collections import deque
 from collections.abc import Callable, Generator, Iterable, Iterator
 from multiprocessing.connection import wait
@@ -29,12 +28,6 @@ T = TypeVar("T", bound=Task)
 #: Tasks queued on a worker at once: the next one waits in its pipe while it computes, so it
 #: never idles while this process is busy (writing the store, creating it).
 DEPTH = 2
-
-
-def fork_available() -> bool:
-    """Whether forked workers are safe here: Linux (macOS system libraries are not fork-safe
-    after threads start, and Windows has no ``fork``)."""
-    return sys.platform.startswith("linux") and hasattr(os, "fork")
 
 
 def _task_compute(payload: tuple[Callable[[Any], Any], Any]) -> Callable[[int, Any], Any]:
@@ -157,11 +150,6 @@ class ForkedWorkers:
 
 
 def open_backend(conn: Any) -> ForkedWorkers:
-    if not fork_available():
-        from ...core.errors import UserInputError
-
-        raise UserInputError(f"--backend forked needs a Linux fork (this is {sys.platform}); "
-                             "use --backend processes")
-    return ForkedWorkers(conn.workers or os.cpu_count() or 1)
+    return ForkedWorkers(conn.workers or os.cpu_count() or 1)  # Connection.check: fork exists
 
 
