@@ -2,7 +2,9 @@
 
 The example package (examples/dpbench-plugin-example) is pip-installed without build isolation
 (no network needed), discovered through its entry point, run through its comparison suite, and
-uninstalled at the end; so is a package freshly scaffolded by ``dpbench new-plugin``.
+uninstalled at the end. A package freshly scaffolded by ``dpbench new-plugin`` is installed into
+its own directory (``pip --target``), which only that test's subprocesses see: the other xdist
+workers, whose tests assert that no plugin fails to load, never meet it half installed.
 """
 
 from __future__ import annotations
@@ -11,7 +13,7 @@ import numpy as np
 import pytest
 import xarray as xr
 
-from tests.support.plugins import EXAMPLES, installed, needs_build_backend, pip, pip_install
+from tests.support.plugins import EXAMPLES, installed, needs_build_backend, pip_install_into
 from tests.support.plugins import dpbench as _dpbench
 
 EXAMPLE = EXAMPLES / "dpbench-plugin-example"
@@ -59,16 +61,13 @@ def test_new_plugin_scaffold_installs_and_is_listed(tmp_path):
         assert (root / rel).is_file(), rel
     text = (root / "scaffolded_mech" / "mechanism.py").read_text()
     assert "class ScaffoldedMech(Algorithm)" in text and "TODO" not in text
-    pip_install(root)
-    try:
-        r = _dpbench("list", "algorithms")
-        assert r.returncode == 0, r.stderr
-        assert "scaffolded_mech" in r.stdout
-        assert "PluginWarning" not in r.stderr
-        r = _dpbench("validate", str(root / "suites" / "scaffolded_mech.yaml"))
-        assert r.returncode == 0, r.stdout + r.stderr
-    finally:
-        pip("uninstall", "-y", "-q", "dpbench-scaffolded-mech")
+    env = pip_install_into(root, tmp_path / "site")
+    r = _dpbench("list", "algorithms", env=env)
+    assert r.returncode == 0, r.stderr
+    assert "scaffolded_mech" in r.stdout
+    assert "PluginWarning" not in r.stderr
+    r = _dpbench("validate", str(root / "suites" / "scaffolded_mech.yaml"), env=env)
+    assert r.returncode == 0, r.stdout + r.stderr
 
 
 def test_new_plugin_directory_option(tmp_path):

@@ -37,16 +37,28 @@ def pip(*args: str) -> subprocess.CompletedProcess:
                           timeout=120)
 
 
-def pip_install(path: Path) -> None:
-    r = pip("install", "--no-deps", "--no-build-isolation", "-q", str(path))
+def pip_install_into(path: Path, target: Path) -> dict[str, str]:
+    """Install the package at ``path`` into the directory ``target`` only (``pip --target``),
+    not into the shared environment; return the environment under which a subprocess sees it.
+
+    Other pytest-xdist workers never see such a package, so a test that asserts "no plugin
+    warning" cannot catch it half installed or half uninstalled.
+    """
+    import os
+
+    r = pip("install", "--no-deps", "--no-build-isolation", "-q", "--target", str(target),
+            str(path))
     assert r.returncode == 0, r.stderr
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(target), env.get("PYTHONPATH")]))
+    return env
 
 
-def dpbench(*args: str, cwd: Path | None = None, timeout: float = 120
-            ) -> subprocess.CompletedProcess:
+def dpbench(*args: str, cwd: Path | None = None, timeout: float = 120,
+            env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
     """``python -m dpbench ARGS`` in a subprocess (a fresh plugin registry)."""
     return subprocess.run([sys.executable, "-m", "dpbench", *args], capture_output=True,
-                          text=True, timeout=timeout, cwd=cwd)
+                          text=True, timeout=timeout, cwd=cwd, env=env)
 
 
 @contextmanager
@@ -63,41 +75,69 @@ def _holding(lock: Path) -> Iterator[None]:
 
 @contextmanager
 def installed(path: Path, distribution: str, modules: Sequence[str] = ()) -> Iterator[Path]:
-    """The package at ``path`` installed for the duration of the block, then uninstalled.
+    """The package at ``path`` visible to this environment for the duration of the block.
 
     ``modules`` are the top-level packages it builds (their ``*.egg-info`` directories are
-    removed afterwards when the build created them, as is ``build/``). The pytest-xdist workers
-    share one environment, so users are counted across processes (a file lock and a count in the
-    venv): the first installs, the last uninstalls, and no worker pulls the package from under
-    another one's subprocess.
+    removed afterwards when the build created them, as is ``build/``).
+
+    The pytest-xdist workers share one environment, and several tests assert that no plugin
+    fails to load; a package that another worker is half way through installing or uninstalling
+    (its entry point written, its modules not, or the reverse) would break them. So the package
+    is installed into a directory of its own (``pip --target``) and then made visible in one
+    step: a ``.pth`` file naming that directory is renamed into site-packages; it disappears
+    in one step too (the ``.pth`` file is unlinked, then the directory renamed away and
+    removed). Users are counted across processes (a file lock and a count in the venv): the
+    first installs, the last uninstalls, and no worker pulls the package from under another
+    one's subprocess.
     """
     import json
     import os
+    import sysconfig
 
     needs_build_backend()
     state = Path(sys.prefix) / f".dpbench-test-{distribution}.json"
     lock = state.with_suffix(".lock")
+    target = Path(sys.prefix) / f".dpbench-test-{distribution}"
+    pth = Path(sysconfig.get_paths()["purelib"]) / f"dpbench-test-{distribution}.pth"
     # One pytest run's workers share PYTEST_XDIST_TESTRUNUID; a count left by a killed run is
     # ignored (that run's users are gone).
     run = os.environ.get("PYTEST_XDIST_TESTRUNUID", f"pid-{os.getpid()}")
     artefacts = [path / "build", *(path / f"{m}.egg-info" for m in modules)]
     with _holding(lock):
         doc = json.loads(state.read_text()) if state.exists() else {}
-        if doc.get("run") != run or doc.get("users", 0) <= 0:
+        if doc.get("run") != run or doc.get("users", 0) <= 0 or not pth.exists():
             doc = {"run": run, "users": 0,
                    "existed": {str(a): a.exists() for a in artefacts}}
-            pip_install(path)
+            pth.unlink(missing_ok=True)
+            shutil.rmtree(target, ignore_errors=True)
+            r = pip("install", "--no-deps", "--no-build-isolation", "-q", "--target",
+                    str(target), str(path))
+            assert r.returncode == 0, r.stderr
+            tmp = pth.with_name(f".{pth.name}.{os.getpid()}")
+            tmp.write_text(f"{target}\n")
+            os.replace(tmp, pth)
         doc["users"] += 1
         state.write_text(json.dumps(doc))
+    added = str(target) not in sys.path
+    if added:  # this process read its .pth files at start-up
+        sys.path.append(str(target))
+        importlib.invalidate_caches()
     try:
         yield path
     finally:
+        if added and str(target) in sys.path:
+            sys.path.remove(str(target))
+            importlib.invalidate_caches()
         with _holding(lock):
             doc = json.loads(state.read_text())
             doc["users"] -= 1
             state.write_text(json.dumps(doc))
             if doc["users"] == 0:
-                pip("uninstall", "-y", "-q", distribution)
+                pth.unlink(missing_ok=True)
+                if target.exists():
+                    trash = target.with_name(f"{target.name}.removed.{os.getpid()}")
+                    os.replace(target, trash)
+                    shutil.rmtree(trash, ignore_errors=True)
                 for a in artefacts:
                     if not doc["existed"].get(str(a), True):
                         shutil.rmtree(a, ignore_errors=True)
