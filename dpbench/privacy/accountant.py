@@ -210,6 +210,44 @@ def _step_loss(x: np.ndarray | float, mu: float, q: float) -> np.ndarray | float
         return np.logaddexp(np.log1p(-q), math.log(q) + t)  # log(1 − q + q·e^t), no overflow
 
 
+#: Largest argument of a double's exponential (e^709.78… is the largest double). Grids whose
+#: losses reach beyond it (a noise multiplier z below about 0.03, met only while calibrating ε
+#: in the hundreds or more) take rescaled formulas that never overflow; within it the original
+#: formulas are kept, so that every account computed before is unchanged to the last bit.
+_EXP_MAX = math.log(np.finfo(np.float64).max)
+
+
+def _inverse_loss(losses: np.ndarray, mu: float, q: float) -> np.ndarray:
+    """x(l), the inverse of :func:`_step_loss` on losses ≥ 0 (x(0) = μ/2):
+    μx − μ²/2 = log(1 + (e^l − 1)/q) = l − log q + log(1 − (1 − q)e^{−l}), the second form
+    where e^l/q overflows."""
+    with np.errstate(over="ignore"):
+        x = np.log1p(np.expm1(losses) / q)
+    big = ~np.isfinite(x)
+    if big.any():
+        far = losses[big]
+        x[big] = far - math.log(q) + np.log1p(-(1.0 - q) * np.exp(-far))
+    return (x + 0.5 * mu * mu) / mu
+
+
+def _exp_safe(losses: np.ndarray) -> bool:
+    """Whether every loss of a grid is within ±:data:`_EXP_MAX` (the original formulas hold)."""
+    return losses.size == 0 or (losses[0] >= -_EXP_MAX and losses[-1] <= _EXP_MAX)
+
+
+def _scaled_q_tails(probs: np.ndarray, interval: float) -> np.ndarray:
+    """S_j = Σ_{i ≥ j} probs_i·e^{−(l_i − l_j)} on a grid of spacing ``interval``: the Q-mass of
+    the losses ≥ l_j is e^{−l_j}·S_j.
+
+    For grids beyond ±:data:`_EXP_MAX`, where the direct suffix sum of probs·e^{−l} over- or
+    underflows (0·∞ = NaN, or a spurious δ ≤ 0, i.e. an ε far too small). The recurrence
+    S_j = probs_j + e^{−Δ}·S_{j+1} only ever multiplies by e^{−Δ} ≤ 1.
+    """
+    from scipy.signal import lfilter
+
+    return lfilter([1.0], [1.0, -math.exp(-interval)], probs[::-1])[::-1]
+
+
 def _largest_step_loss(z: float, n: int) -> float:
     mu, q = 1.0 / z, 1.0 / n
     return float(_step_loss(mu - ndtri(PLD_STEP_TAIL), mu, q))
@@ -247,8 +285,7 @@ def dominating_step_pmf(z: float, n: int, interval: float) -> tuple[int, np.ndar
     mu, q = 1.0 / z, 1.0 / n
     k = max(1, math.ceil(_largest_step_loss(z, n) / interval))
     losses = np.arange(k + 1) * interval
-    # x(l), the inverse of the loss; x(0) = μ/2.
-    x = (np.log1p(np.expm1(losses) / q) + 0.5 * mu * mu) / mu
+    x = _inverse_loss(losses, mu, q)
     lo, hi = x[:-1], x[1:]
     half = 0.5 * (hi - lo)
     nodes = 0.5 * (hi + lo)[:, None] + half[:, None] * _GL_NODES
@@ -257,9 +294,14 @@ def dominating_step_pmf(z: float, n: int, interval: float) -> tuple[int, np.ndar
     # Position t ∈ [0, interval] of the loss inside its cell; the split weights keep the cell's
     # P-mass and its Q-mass E_P[e^{−L}] (written with expm1 to stay exact for tiny cells).
     t = np.clip(_step_loss(nodes, mu, q) - losses[:-1, None], 0.0, interval)
-    em = math.expm1(interval)
-    to_low = ((density * np.expm1(interval - t) / em) @ _GL_WEIGHTS) * half
-    to_high = ((density * np.exp(interval - t) * np.expm1(t) / em) @ _GL_WEIGHTS) * half
+    if interval <= _EXP_MAX:
+        em = math.expm1(interval)
+        to_low = ((density * np.expm1(interval - t) / em) @ _GL_WEIGHTS) * half
+        to_high = ((density * np.exp(interval - t) * np.expm1(t) / em) @ _GL_WEIGHTS) * half
+    else:  # the same shares with e^interval (which overflows) divided out, for tiny z
+        em = math.expm1(-interval)
+        to_low = ((density * np.exp(-t) * np.expm1(t - interval) / em) @ _GL_WEIGHTS) * half
+        to_high = ((density * np.expm1(-t) / em) @ _GL_WEIGHTS) * half
     positive = to_high.copy()  # masses at losses interval·1 … interval·k
     positive[:-1] += to_low[1:]
     infinity = float((1.0 - q) * ndtr(-x[-1]) + q * ndtr(mu - x[-1]))
@@ -290,8 +332,11 @@ def _self_compose(lower: int, probs: np.ndarray, infinity: float, steps: int,
     from dp_accounting.pld import common as pld_common
     from scipy import fft
 
-    lo, hi = pld_common.compute_self_convolve_bounds(
-        probs, steps, PLD_COMPOSE_TAIL, orders=np.concatenate([-orders, orders]))
+    # At very small z an order's log-MGF can overflow inside scipy's logsumexp: that order's
+    # bound is then infinite, and the library skips non-finite bounds (the window stays valid).
+    with np.errstate(over="ignore", divide="ignore", invalid="ignore"):
+        lo, hi = pld_common.compute_self_convolve_bounds(
+            probs, steps, PLD_COMPOSE_TAIL, orders=np.concatenate([-orders, orders]))
     size = hi - lo + 1
     length = fft.next_fast_len(max(size, probs.size), real=True)
     out = fft.irfft(fft.rfft(probs.astype(dtype), length) ** steps, length)
@@ -309,15 +354,22 @@ def _epsilon_of(lower: int, probs: np.ndarray, infinity: float, interval: float,
     losses = (lower + np.arange(probs.size)) * interval
     # Suffix sums: P-mass and Q-mass of the losses ≥ losses[j] (plus the +∞ mass for P).
     upper = infinity + np.cumsum(probs[::-1])[::-1]
-    lower_q = np.cumsum((probs * np.exp(-losses))[::-1])[::-1]
-    # δ at ε = losses[j − 1] counts the losses ≥ losses[j]: upper[j] − e^{ε}·lower_q[j].
-    at_grid = upper[1:] - np.exp(losses[:-1]) * lower_q[1:]
+    safe = _exp_safe(losses)
+    if safe:
+        lower_q = np.cumsum((probs * np.exp(-losses))[::-1])[::-1]
+        # δ at ε = losses[j − 1] counts the losses ≥ losses[j]: upper[j] − e^{ε}·lower_q[j].
+        at_grid = upper[1:] - np.exp(losses[:-1]) * lower_q[1:]
+    else:  # e^{losses[j − 1]}·lower_q[j] = e^{−Δ}·S_j
+        tails = _scaled_q_tails(probs, interval)
+        at_grid = upper[1:] - math.exp(-interval) * tails[1:]
     j = int(np.argmax(at_grid <= delta)) if np.any(at_grid <= delta) else probs.size - 1
     # The crossing lies in (losses[j − 1], losses[j]], where δ(ε) = upper[j] − e^ε·lower_q[j].
     if upper[j] <= delta:
         eps = losses[j - 1] if j > 0 else 0.0
-    else:
+    elif safe:
         eps = math.log((upper[j] - delta) / lower_q[j])
+    else:
+        eps = math.log(upper[j] - delta) + losses[j] - math.log(tails[j])
     return max(0.0, float(eps))
 
 
@@ -437,9 +489,14 @@ def noisy_sgd_profile(z: float, n: int, steps: int, delta: float) -> PrivacyProf
     lower, probs, infinity = _composed(z, n, steps, interval, _use_long_double(steps, delta))
     losses = (lower + np.arange(probs.size)) * interval
     upper = np.append(infinity + np.cumsum(probs[::-1])[::-1], infinity)
-    lower_q = np.append(np.cumsum((probs * np.exp(-losses))[::-1])[::-1], 0.0)
     j = np.searchsorted(losses, PROFILE_EPSILONS, side="right")  # first loss > ε
-    deltas = np.clip(upper[j] - np.exp(PROFILE_EPSILONS) * lower_q[j], 0.0, 1.0)
+    if _exp_safe(losses):
+        lower_q = np.append(np.cumsum((probs * np.exp(-losses))[::-1])[::-1], 0.0)
+        deltas = np.clip(upper[j] - np.exp(PROFILE_EPSILONS) * lower_q[j], 0.0, 1.0)
+    else:  # e^ε·lower_q[j] = e^{ε − losses[j]}·S_j, with ε < losses[j]
+        tails = np.append(_scaled_q_tails(probs, interval), 0.0)
+        gap = PROFILE_EPSILONS - np.append(losses, math.inf)[j]
+        deltas = np.clip(upper[j] - np.exp(gap) * tails[j], 0.0, 1.0)
     return PrivacyProfile("pld", tuple(PROFILE_EPSILONS.tolist()),
                           tuple(np.minimum.accumulate(deltas).tolist()), ACCOUNTING_PLD,
                           epsilon_rdp=rdp)

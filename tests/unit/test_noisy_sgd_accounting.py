@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import itertools
 import math
+import warnings
 
 import dp_accounting
 import numpy as np
@@ -215,3 +216,82 @@ def test_degenerate_and_bad_arguments() -> None:
         calibrate_noisy_sgd_pld(0.0, 1e-6, 10, 99)
     with pytest.raises(ValueError):
         noisy_sgd_epsilon_pld(1.0, 10, 99, 0.0)
+
+
+# --- (e) tiny noise: losses beyond a double's exponential -------------------------------------
+
+def _exact_one_step_epsilon(z: float, n: int, delta: float) -> float:
+    """ε(δ) of one step of the dominating pair, from its closed form in log space (for ε ≥ 0:
+    H_γ(R) = q·δ_Gauss(μ, a), a = log(1 + (γ − 1)/q), μ = 1/z; Balle and Wang 2018, Thm 8),
+    valid however large μ is."""
+    from scipy.optimize import brentq
+    from scipy.special import log_ndtr
+
+    mu, q = 1.0 / z, 1.0 / n
+
+    def h(eps: float) -> float:
+        a = eps - math.log(q) + math.log1p(-(1.0 - q) * math.exp(-eps)) if eps > 0 else 0.0
+        return q * (math.exp(log_ndtr(-a / mu + mu / 2))
+                    - math.exp(a + log_ndtr(-a / mu - mu / 2)))
+
+    top = 1.0
+    while h(top) > delta:
+        top *= 2.0
+    return brentq(lambda e: h(e) - delta, 0.0, top, xtol=1e-12 * top, rtol=1e-14)
+
+
+TINY_Z = [0.25, 0.05, 0.03, 0.02, 0.01, 1e-3, 1e-4]
+
+
+@pytest.mark.parametrize("n", [10, 50])
+@pytest.mark.parametrize("z", TINY_Z)
+def test_one_step_epsilon_is_exact_to_a_grid_cell_for_tiny_noise(z: float, n: int) -> None:
+    # Per-step losses of hundreds to 10⁸ nats (z ≤ 0.03) once overflowed e^l: the grid came out
+    # as NaN, and ε came out as 0 (a claim of perfect privacy for no noise) or raised. The PLD
+    # must stay above the exact ε and within one grid cell of it (connect-the-dots is exact at
+    # grid points), with no floating-point warning.
+    delta = 1e-5
+    exact = _exact_one_step_epsilon(z, n, delta)
+    interval = 0.0
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        from dpbench.privacy.accountant import pld_interval
+
+        interval = pld_interval(z, n, 1)
+        eps = noisy_sgd_epsilon_pld(z, n, 1, delta)
+    assert exact * (1 - 1e-9) <= eps <= exact + interval * (1 + 1e-6) + 1e-9 * exact
+
+
+def test_composed_epsilon_is_sane_across_regimes() -> None:
+    # Decreasing in z from z = 1e-4 (losses ~10⁸) to z = 2, and between one step and basic
+    # composition: ε_1(δ) ≤ ε_T(δ) ≤ T·ε_1(δ/T).
+    n, steps, delta = 50, 100, 1e-5
+    zs = np.geomspace(1e-4, 2.0, 12)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        eps = [noisy_sgd_epsilon_pld(z, n, steps, delta) for z in zs]
+        for z, e in zip(zs, eps):
+            assert math.isfinite(e) and e > 0
+            one = noisy_sgd_epsilon_pld(z, n, 1, delta)
+            assert one <= e * (1 + 1e-9)
+            assert e <= steps * noisy_sgd_epsilon_pld(z, n, 1, delta / steps) * (1 + 1e-9)
+    assert all(x > y for x, y in itertools.pairwise(eps))
+
+
+def test_profile_and_calibration_for_tiny_noise() -> None:
+    from dpbench.privacy.accountant import noisy_sgd_profile
+
+    n, delta = 50, 1e-5
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        profile = noisy_sgd_profile(0.01, n, 1, delta)
+        # A huge target ε: the calibration once ran into z where ε read 0, then overflowed.
+        z = calibrate_noisy_sgd_pld(1e4, delta, n, 1)
+        assert noisy_sgd_epsilon_pld(z, n, 1, delta) <= 1e4
+        assert noisy_sgd_epsilon_pld(z / (1 + 1e-4), n, 1, delta) > 1e4
+    deltas = np.asarray(profile.deltas)
+    assert np.all(np.diff(deltas) <= 0) and deltas.min() >= 0 and deltas.max() <= 1
+    # The sampled row is all but revealed at z = 0.01: δ(ε) ≈ q for every tabulated ε ≤ 10.
+    exact = h_star(1.0 / n, 0.02, np.asarray(profile.epsilons))
+    assert np.all(deltas >= exact - 1e-12)
+    assert deltas[-1] == pytest.approx(1.0 / n, rel=1e-3)
