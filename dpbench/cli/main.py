@@ -434,8 +434,10 @@ def _write_report(store: str, output: str | None, allow_incomplete: bool,
     context = report_context(store, allow_incomplete=allow_incomplete, selection=selection)
     checks = [c for e in context["experiments"] for c in e.expectations]
     html, md = render_report(context, target, overwrite=overwrite, option=option)
-    print(summary_line(checks) if checks else "no expected rates declared (expect:): the report "
-          "shows rate-card verdicts only")
+    if checks:
+        print(summary_line(checks))
+    elif context["experiments"]:  # an audit-only store has no rates to declare
+        print("no expected rates declared (expect:): the report shows rate-card verdicts only")
     print(f"report: {html} (summary: {md})")
 
 

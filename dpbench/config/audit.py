@@ -53,7 +53,9 @@ _AUDIT_KEYS = ("name", "description", "algorithms", "problems", "canaries", "gri
                "expect")
 _PROB_KEYS = ("problem", "label", "params")
 _ALGO_KEYS = ("algorithm", "label", "params")
-AUDIT_SCHEMA = 3  # 2: batch_seconds and seconds; 3: batch_profile_delta (claimed profile)
+#: 2: batch_seconds and seconds; 3: batch_profile_delta (claimed profile); 4: canaries at the
+#: declared data norm and inside a declared cube (other neighbouring pairs than before).
+AUDIT_SCHEMA = 4
 
 
 #: Default runs per side and per cell of an audit whose mechanisms all have ``run_batch``.

@@ -9,12 +9,18 @@ Canaries (docs/audit.md, 'How the auditor works'; Jagielski, Ullman, Oprea 2020 
 poisoning-style canaries; Nasr et al. 2021 for worst-case neighbours):
 
 * ``sphere`` — D = the generated rows with row 0 replaced by the canary c = r·u, where r is the
-  data norm (max row norm of the generated data: the radius of the data universe for the
-  sphere-type generators) and u the unit direction of the non-private optimum θ̂* of D's OTHER
+  data norm (the declared ``data_norm``, the radius of the universe, when finite; else the max
+  row norm of the generated data. A sample of n rows may fall well short of the declared radius,
+  e.g. ``mean_est`` at n = 2, and a canary there could not reveal a noise scale calibrated for
+  a smaller norm) and u the unit direction of the non-private optimum θ̂* of D's OTHER
   rows (``problem.solve``; e₁ when θ̂* = 0); labels: y = +1. D′ replaces the canary by its
   negation −c (same label). The negation, not a base row, is used: it maximises ‖c − c′‖ = 2r,
   the replace-one worst case of a Lipschitz gradient bound, and it pushes the optimum against the
-  rest of the data.
+  rest of the data. A problem whose universe is not a ball declares the cube it lies in
+  (``data_norm_inf``, e.g. ``lasso_linf``'s ‖x‖∞ ≤ 1): c is then the universe's farthest record
+  along u (:func:`extreme_record`; a vertex sign(u) of the cube there), never a record outside
+  the universe that the problem's constants are proved over (which would let the audit flag a
+  correct mechanism).
 * ``label_flip`` — D as for ``sphere``; D′ keeps the canary's features and flips its label
   (needs a labelled problem). For margin losses φ(y⟨θ, x⟩) this pair has the same losses as
   ``sphere``'s (−x with y ≡ x with −y); it differs for other labelled losses.
@@ -40,6 +46,7 @@ boundary point), e₁ as a last resort.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -49,7 +56,7 @@ from .errors import NotApplicable
 from .problem import Dataset, Problem
 
 __all__ = ["CANARIES", "OUTLIER_FACTOR", "NeighbourPair", "canary_not_applicable_reason",
-           "negated_row_pair", "neighbouring_pair"]
+           "extreme_record", "negated_row_pair", "neighbouring_pair"]
 
 CANARIES: tuple[str, ...] = ("sphere", "label_flip", "lower_bound", "outlier", "zero")
 
@@ -120,16 +127,54 @@ def _direction(problem: Problem, d0: Dataset, d1: Dataset, fallback: np.ndarray)
     return u
 
 
+def extreme_record(u: np.ndarray, radius: float, cube: float = np.inf) -> np.ndarray:
+    """The feature vector x maximising ⟨x, u⟩ over {‖x‖₂ ≤ radius, ‖x‖∞ ≤ cube}.
+
+    ``u`` a unit vector. Without a cube it is radius·u (a point of the sphere); with one, each
+    coordinate is sign(u_j)·min(cube, t·|u_j|) with t the largest value keeping ‖x‖₂ ≤ radius
+    (the KKT conditions of the linear objective over the two norm balls). When the cube lies
+    inside the ball it is the cube's vertex sign(u)·cube (sign(0) taken as +1).
+    """
+    u = np.asarray(u, dtype=float)
+    if not np.isfinite(cube):
+        return radius * u
+    signs = np.where(u < 0, -1.0, 1.0)
+    if cube * math.sqrt(u.size) <= radius:
+        return cube * signs
+    mags = np.abs(u)
+    order = np.argsort(-mags, kind="stable")
+    total = float(np.sum(mags * mags))
+    x = np.empty_like(mags)
+    capped = 0
+    # The k largest |u_j| sit at the cube's face; the rest scale by t, found from the radius.
+    for k in range(u.size + 1):
+        rest = total - float(np.sum(mags[order[:k]] ** 2))
+        room = radius * radius - k * cube * cube
+        t = math.sqrt(room / rest) if rest > 0 and room > 0 else 0.0
+        if k == u.size or t * mags[order[k]] <= cube:
+            capped = k
+            break
+    x[order[:capped]] = cube
+    x[order[capped:]] = np.minimum(cube, t * mags[order[capped:]])
+    return signs * x
+
+
 def _canary_row(problem: Problem, base: Dataset, norm_factor: float) -> tuple[np.ndarray, float]:
-    """The canary features r·u (u along θ̂* of the other rows) and the data norm r."""
-    r = float(np.max(np.linalg.norm(base.X, axis=1)))
+    """The canary features (the universe's farthest record along u, u along θ̂* of the other
+    rows, times ``norm_factor``) and the data norm r: the declared ``data_norm`` when finite
+    (the universe's radius), else the largest generated row norm."""
+    bounds = problem.data_bounds()
+    r = float(bounds.get("data_norm", np.inf))
+    if not (np.isfinite(r) and r > 0):
+        r = float(np.max(np.linalg.norm(base.X, axis=1)))
     if not r > 0:
         raise NotApplicable("every generated row is zero: there is no data norm to put a canary on")
     rest = Dataset(base.X[1:], None if base.y is None else base.y[1:], dict(base.meta))
     u = _unit(_optimum(problem, rest))
     if u is None:
         u = np.eye(base.p)[0]
-    return norm_factor * r * u, r
+    cube = float(bounds.get("data_norm_inf", np.inf))
+    return norm_factor * extreme_record(u, r, cube), r
 
 
 def neighbouring_pair(problem: Problem, n: int, p: int, canary: str,

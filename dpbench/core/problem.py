@@ -60,6 +60,9 @@ DATA_BOUNDS: dict[str, str] = {
     "data_norm": "a bound on the Euclidean norm ‖x‖₂ of every feature vector (data row) x; "
                  "math.inf when the universe is unbounded",
     "label_bound": "a bound on |y| of every label y (labelled problems only)",
+    "data_norm_inf": "a bound on ‖x‖∞ (the largest |coordinate|) of every feature vector, for a "
+                     "universe that is not a Euclidean ball (e.g. the cube ‖x‖∞ ≤ 1 of sign "
+                     "designs); the universe is then the ball of data_norm cut by this cube",
 }
 
 #: Optional constants of the ℓ1/ℓ∞ geometry a problem may declare (:meth:`Problem.norm_constants`),

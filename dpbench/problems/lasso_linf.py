@@ -93,7 +93,8 @@ class LassoLinf(L1LeastSquares):
         return float(self.max_dim)
 
     def data_bounds(self) -> dict[str, float]:
-        return {"data_norm": math.sqrt(self.max_dim), "label_bound": 1.0}
+        """‖x‖∞ ≤ 1 (the cube L∞ is proved over), hence ‖x‖₂ ≤ √p ≤ √P; |y| ≤ 1."""
+        return {"data_norm": math.sqrt(self.max_dim), "label_bound": 1.0, "data_norm_inf": 1.0}
 
     def norm_constants(self) -> dict[str, float]:
         """L∞ = 1 + r and β₁ = 1, independent of p (module docstring)."""

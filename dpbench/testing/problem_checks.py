@@ -252,12 +252,13 @@ def check_problem_bounds(problem: Problem, n: int = 40, p: int | None = None,
     constants and hold on generated data.
 
     Declaring a bound is optional; every declared name must be one of
-    :data:`~dpbench.core.problem.DATA_BOUNDS` (``data_norm``, ``label_bound``) with a value ≥ 0
-    (``math.inf``: the universe is unbounded), and :meth:`~dpbench.core.problem.Problem.constants`
-    must publish it beside unchanged L, D, Delta, beta. Then, on n ∈ {2, n, 200} rows of seeds
-    ``seed`` … ``seed + 2`` in dimension p (and p = 10 when the generator accepts it), every
-    feature vector has ‖x‖₂ ≤ ``data_norm`` and every label |y| ≤ ``label_bound`` (to a
-    relative 1e-9); a problem that declares ``label_bound`` must generate labels.
+    :data:`~dpbench.core.problem.DATA_BOUNDS` (``data_norm``, ``label_bound``, ``data_norm_inf``)
+    with a value ≥ 0 (``math.inf``: the universe is unbounded), and
+    :meth:`~dpbench.core.problem.Problem.constants` must publish it beside unchanged L, D,
+    Delta, beta. Then, on n ∈ {2, n, 200} rows of seeds ``seed`` … ``seed + 2`` in dimension p
+    (and p = 10 when the generator accepts it), every feature vector has ‖x‖₂ ≤ ``data_norm``
+    and ‖x‖∞ ≤ ``data_norm_inf``, and every label |y| ≤ ``label_bound`` (to a relative 1e-9); a
+    problem that declares ``label_bound`` must generate labels.
     """
     declared = problem.data_bounds()
     assert isinstance(declared, dict), (
@@ -291,6 +292,7 @@ def check_problem_bounds(problem: Problem, n: int = 40, p: int | None = None,
     except (NotApplicable, UserInputError):
         pass
     norm_bound = float(declared.get("data_norm", math.inf))
+    inf_bound = float(declared.get("data_norm_inf", math.inf))
     label_bound = declared.get("label_bound")
     for q in dict.fromkeys(dims):
         for size in dict.fromkeys((_BOUND_SIZES[0], n, _BOUND_SIZES[1])):
@@ -300,6 +302,10 @@ def check_problem_bounds(problem: Problem, n: int = 40, p: int | None = None,
                 assert worst <= norm_bound * (1 + 1e-9), (
                     f"{problem.name}: a generated feature vector has norm {worst:.10g} > "
                     f"data_norm = {norm_bound:.10g} (n={size}, p={q}, seed={s})")
+                largest = float(np.abs(data.X).max())
+                assert largest <= inf_bound * (1 + 1e-9), (
+                    f"{problem.name}: a generated feature has |x_j| = {largest:.10g} > "
+                    f"data_norm_inf = {inf_bound:.10g} (n={size}, p={q}, seed={s})")
                 if label_bound is None:
                     continue
                 assert data.y is not None, (

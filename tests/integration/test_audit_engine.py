@@ -232,6 +232,15 @@ def test_tiny_audit_end_to_end_through_the_cli(tmp_path: Path,
     # the report has the audit section
     md = (tmp_path / "r.md").read_text()
     assert "## Privacy audit" in md and "| op | logistic | 5 | 2 |" in md
+    # an audit-only store has no experiments: no empty experiment sections, in either output
+    html = (tmp_path / "r.html").read_text()
+    for title, anchor in (("Summary", "summary"), ("Rate cards", "rate-cards"),
+                          ("Comparisons", "comparisons"), ("Failed and not-applicable cells",
+                                                           "cells")):
+        assert f"## {title}" not in md and f'href="#{anchor}"' not in html
+    for anchor in ("figures", "overlay", "cost", "methods"):
+        assert f'<section id="{anchor}">' not in html and f'href="#{anchor}"' not in html
+    assert '<section id="privacy-audit">' in html and 'href="#privacy-audit"' in html
     # the per-mechanism summary names the best point and says whether any point is informative
     row = next(line for line in md.splitlines() if line.startswith("| op | 6 | 0 |"))
     best = float(np.nanmax([tightness(float(e), 1.0) for e in

@@ -494,7 +494,7 @@ DEFAULT_BOUNDS: dict[str, dict[str, float]] = {
     "hub_1d": {"data_norm": 1.0, "label_bound": 1.0},
     "kink_sc": {"data_norm": 0.3},
     "lasso": {"data_norm": 1.0, "label_bound": 1.0},
-    "lasso_linf": {"data_norm": 32.0, "label_bound": 1.0},
+    "lasso_linf": {"data_norm": 32.0, "label_bound": 1.0, "data_norm_inf": 1.0},
     "lb_lin": {"data_norm": 1.0},
     "lb_quad": {"data_norm": 1.0},
     "lin_ball": {"data_norm": 1.0},

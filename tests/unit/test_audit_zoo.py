@@ -21,6 +21,7 @@ from dpbench.core.neighbours import (
     CANARIES,
     NeighbourPair,
     canary_not_applicable_reason,
+    extreme_record,
     neighbouring_pair,
 )
 from dpbench.core.registry import available, get_algorithm, get_problem
@@ -96,6 +97,83 @@ def test_zero_canary_replaces_the_canary_by_the_zero_record() -> None:
     for name in undeclared:
         with pytest.raises(NotApplicable, match="data_norm"):
             neighbouring_pair(get_problem(name)(), 4, 1, "zero", np.random.default_rng(0))
+
+
+def test_extreme_record_maximises_over_the_ball_cut_by_the_cube() -> None:
+    """Against an independent construction (bisection on the scale t of sign(u)·min(c, t|u|))
+    and against random feasible points, which must never score higher."""
+    rng = np.random.default_rng(0)
+
+    def by_bisection(u: np.ndarray, radius: float, cube: float) -> np.ndarray:
+        signs, mags = np.where(u < 0, -1.0, 1.0), np.abs(u)
+        if cube * math.sqrt(u.size) <= radius:
+            return cube * signs
+        lo, hi = 0.0, 1e9
+        for _ in range(200):
+            mid = 0.5 * (lo + hi)
+            lo, hi = (mid, hi) if np.linalg.norm(np.minimum(cube, mid * mags)) <= radius \
+                else (lo, mid)
+        return signs * np.minimum(cube, lo * mags)
+
+    for _ in range(500):
+        p = int(rng.integers(1, 12))
+        u = rng.normal(size=p)
+        if p > 1 and rng.random() < 0.3:
+            u[rng.integers(p)] = 0.0
+        u /= np.linalg.norm(u)
+        radius, cube = rng.uniform(0.1, 3.0), rng.uniform(0.05, 2.0)
+        x = extreme_record(u, radius, cube)
+        assert np.linalg.norm(x) <= radius * (1 + 1e-12) and np.abs(x).max() <= cube * (1 + 1e-12)
+        assert x @ u == pytest.approx(by_bisection(u, radius, cube) @ u, abs=1e-12)
+        z = rng.normal(size=(50, p))
+        z = np.clip(z / np.linalg.norm(z, axis=1, keepdims=True) * radius, -cube, cube)
+        assert np.all(z @ u <= x @ u + 1e-12)
+    u = np.array([0.6, 0.8])
+    assert np.array_equal(extreme_record(u, 1.0), u)  # no cube: the sphere, as before
+    assert np.allclose(extreme_record(np.array([0.6, -0.8]), math.sqrt(2), 1.0), [1.0, -1.0])
+
+
+def test_canary_sits_at_the_declared_data_norm() -> None:
+    """mean_est's two generated rows at n = 2 have norm ≈ 0.63 < data_norm = 0.75; a canary at
+    0.63 could not reveal a sensitivity computed for a norm up to 1.19× too small. The canary
+    is at the declared radius; without a finite declaration, at the largest generated norm."""
+    prob = get_problem("mean_est")()
+    bound = prob.data_bounds()["data_norm"]
+    for canary in ("sphere", "zero", "label_flip"):
+        try:
+            pair = neighbouring_pair(prob, 2, 2, canary, np.random.default_rng(2))
+        except NotApplicable:
+            continue
+        assert np.linalg.norm(pair.d0.X[0]) == pytest.approx(bound)
+        assert np.linalg.norm(pair.d0.X[1]) < 0.9 * bound  # the sample falls short of it
+    gaussian = get_problem("sep_abs")()  # data_norm = inf: the generated rows set the norm
+    pair = neighbouring_pair(gaussian, 5, 2, "sphere", np.random.default_rng(0))
+    assert np.linalg.norm(pair.d0.X[0]) == pytest.approx(np.linalg.norm(pair.d0.X, axis=1).max())
+
+
+def test_canaries_stay_in_a_cube_universe() -> None:
+    """lasso_linf's universe is the cube ‖x‖∞ ≤ 1 (its L∞ = 1 + r, which private Frank–Wolfe
+    calibrates with, is proved over it). A sphere canary √p·u left it unless u was a sign
+    vector, so the audit could flag a correct mechanism; every in-universe canary is now a cube
+    vertex, and the replace-one pair moves one gradient by at most 2·L∞ in ℓ∞."""
+    prob = get_problem("lasso_linf")()
+    linf = prob.norm_constants()["L_inf"]
+    rng = np.random.default_rng(5)
+    for p in (2, 5, 16):
+        for canary in ("sphere", "label_flip", "lower_bound", "zero"):
+            pair = neighbouring_pair(prob, 6, p, canary, np.random.default_rng(p))
+            for d in (pair.d0, pair.d1):
+                assert np.abs(d.X).max() <= 1.0 + 1e-12, (canary, p)
+            if canary == "sphere":
+                assert np.array_equal(np.abs(pair.d0.X[0]), np.ones(p))
+            for _ in range(20):  # θ in C (the ℓ1 ball of radius r)
+                theta = rng.laplace(size=p)
+                theta *= prob.radius * rng.random() / np.abs(theta).sum()
+                gaps = np.atleast_2d(prob.grad(theta, pair.d0)) - np.atleast_2d(
+                    prob.grad(theta, pair.d1))
+                assert np.abs(gaps).max() <= 2 * linf * (1 + 1e-12), (canary, p)
+        outlier = neighbouring_pair(prob, 6, p, "outlier", np.random.default_rng(p))
+        assert np.abs(outlier.d0.X[0]).min() == pytest.approx(1000.0)  # far outside, by design
 
 
 def test_run_audit_batch_is_deterministic() -> None:

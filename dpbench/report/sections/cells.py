@@ -49,4 +49,4 @@ None.
 """
 
 SECTION = Section(name="cells", title="Failed and not-applicable cells", html=HTML,
-                  markdown=MARKDOWN, markdown_last=True)
+                  markdown=MARKDOWN, markdown_last=True, when="experiments")

@@ -88,4 +88,5 @@ MARKDOWN = """\
 {% endfor %}
 """
 
-SECTION = Section(name="comparisons", title="Comparisons", html=HTML, markdown=MARKDOWN)
+SECTION = Section(name="comparisons", title="Comparisons", html=HTML, markdown=MARKDOWN,
+                  when="experiments")

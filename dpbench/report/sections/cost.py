@@ -28,4 +28,4 @@ HTML = """\
 </section>
 """
 
-SECTION = Section(name="cost", title="Cost", html=HTML)
+SECTION = Section(name="cost", title="Cost", html=HTML, when="experiments")

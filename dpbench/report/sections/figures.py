@@ -31,4 +31,4 @@ HTML = """\
 </section>
 """
 
-SECTION = Section(name="figures", title="Figures", html=HTML)
+SECTION = Section(name="figures", title="Figures", html=HTML, when="experiments")

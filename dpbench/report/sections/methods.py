@@ -25,4 +25,4 @@ HTML = """\
 </section>
 """
 
-SECTION = Section(name="methods", title="Methods", html=HTML)
+SECTION = Section(name="methods", title="Methods", html=HTML, when="experiments")

@@ -28,4 +28,4 @@ HTML = """\
 </section>
 """
 
-SECTION = Section(name="overlay", title="Mechanisms compared", html=HTML)
+SECTION = Section(name="overlay", title="Mechanisms compared", html=HTML, when="experiments")

@@ -87,4 +87,5 @@ Reference algorithms without a rate card: {{ e.references | join("; ") }}.
 {% endfor %}
 """
 
-SECTION = Section(name="rate-cards", title="Rate cards", html=HTML, markdown=MARKDOWN)
+SECTION = Section(name="rate-cards", title="Rate cards", html=HTML, markdown=MARKDOWN,
+                  when="experiments")

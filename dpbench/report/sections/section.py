@@ -23,7 +23,7 @@ class Section:
 
     ``html`` and ``markdown`` are jinja sources rendered with the report context; the HTML one is
     autoescaped. A section shown only in some reports wraps its markup and its ``nav`` entry in
-    the same condition, so both render empty when it is absent. An empty ``markdown`` leaves the
+    the same condition (or names it in ``when``), so both render empty when it is absent. An empty ``markdown`` leaves the
     section out of the Markdown summary, which puts ``markdown_last`` sections after the others.
     A ``top`` section is rendered at the top of both outputs, under the title and the incomplete
     store's banner and before the provenance, rather than after it.
@@ -39,6 +39,10 @@ class Section:
     context: ContextFunction | None = None
     markdown_last: bool = False
     top: bool = False
+    when: str = ""
+    """A context entry (e.g. ``experiments``): when it is empty or false the section and its
+    navigation entry render empty in both outputs (an audit-only store has no experiments, so it
+    gets no empty rate-card, figure or comparison sections)."""
 
     @property
     def html_template(self) -> str:
@@ -55,5 +59,10 @@ class Section:
     def templates(self) -> dict[str, str]:
         """Jinja source by template name; the names end like the page's, so that the HTML
         fragments are autoescaped and the Markdown one is not."""
-        return {self.html_template: self.html, self.markdown_template: self.markdown,
-                self.nav_template: self.nav}
+        def shown(source: str) -> str:
+            if not (self.when and source):
+                return source
+            return f"{{% if {self.when} %}}{source}{{% endif %}}"
+
+        return {self.html_template: shown(self.html), self.markdown_template: shown(self.markdown),
+                self.nav_template: shown(self.nav)}

@@ -53,4 +53,5 @@ Expected rates: declared exponents that agree / disagree / are inconclusive (—
 {% endfor %}
 """
 
-SECTION = Section(name="summary", title="Summary", html=HTML, markdown=MARKDOWN, top=True)
+SECTION = Section(name="summary", title="Summary", html=HTML, markdown=MARKDOWN, top=True,
+                  when="experiments")
