@@ -31,7 +31,7 @@ from typing import Any
 import numpy as np
 
 from ..config.suite import CARD_TOLERANCE, Expectation
-from .rates import DEFAULT_TOLERANCE, RateFit, verdict
+from .rates import DEFAULT_TOLERANCE, MIN_POINTS, RateFit, verdict
 
 OUTCOMES = ("agrees", "disagrees", "inconclusive", "missing")
 _OUTCOME_OF_VERDICT = {"consistent": "agrees", "faster": "disagrees", "slower": "disagrees",
@@ -172,11 +172,20 @@ def check_expectations(fits: Sequence[RateFit], expectations: Iterable[Expectati
             failures = list(f.failures) + [r for c, r in zip(f.exclusion, f.excluded)
                                            if c == "nonpositive" and r not in f.failures]
             if band is None:
+                # No card band: there is no card exponent along the axis, or no kept point to
+                # bend it over. A failure still decides the row (excluded points must not hide
+                # one), and with no kept point the fit's own reason says what would decide it.
+                need = max(MIN_POINTS, math.ceil(len(f.x) / 2))
+                if failures or (math.isfinite(f.card_exponent) and used < need):
+                    v, reason, _ = verdict(f.slope, f.slope_low, f.slope_high, exp.slope,
+                                           n_used=used, n_points=len(f.x), failures=failures)
+                    outcome = _OUTCOME_OF_VERDICT[v]
+                else:
+                    outcome = "inconclusive"
+                    reason = f"tolerance: card needs a rate card with an exponent along {f.axis}"
                 out.append(ExpectationCheck(
                     exp, f.experiment or experiment, dict(f.fixed), f.slope, f.slope_low,
-                    f.slope_high, used, len(f.x), "inconclusive",
-                    f"tolerance: card needs a rate card with an exponent along {f.axis}",
-                    excluded=excluded))
+                    f.slope_high, used, len(f.x), outcome, reason, excluded=excluded))
                 continue
             centre, tol, source = band
             done = [s for s in f.n_seeds if s]

@@ -176,3 +176,25 @@ def test_right_slope_wrong_level_disagrees(cubes: dict[str, xr.Dataset]) -> None
     [c] = _checks(doubled)
     assert c.slope == pytest.approx(ok.slope)
     assert c.outcome == "disagrees" and "level is off" in c.reason, c.reason
+
+
+def test_card_tolerance_without_kept_points_still_fails_and_says_why() -> None:
+    """With ``tolerance: card`` a fit with no kept point has no band to bend; a failure (here a
+    non-positive mean) must still make the row disagree instead of hiding behind an
+    "inconclusive", and a row with no failure says what would decide it (more kept points), not
+    that the card lacks an exponent it has."""
+    from dpbench.analysis import fit_curve
+    from dpbench.core.ratecard import RateCard
+
+    card = RateCard("1/n", {"n": -1}, citation="test")
+    n = np.array([100.0, 300.0, 1000.0, 3000.0, 10000.0])
+    rng = np.random.default_rng(4)
+    negative = [-1.0 / x * rng.lognormal(0, 0.05, 20) for x in n]
+    fit = fit_curve("e", "a", "p", "n", {}, n, negative, card=card, constants={})
+    assert not fit.used.any()
+    [c] = check_expectations([fit], [Expectation("c", "a", "p", "n", -1.0, "card")])
+    assert c.outcome == "disagrees" and "non-positive" in c.reason, c.reason
+    few = [1.0 / x * rng.lognormal(0, 0.05, 20) for x in n[:2]]
+    fit = fit_curve("e", "a", "p", "n", {}, n[:2], few, card=card, constants={})
+    [c] = check_expectations([fit], [Expectation("c", "a", "p", "n", -1.0, "card")])
+    assert c.outcome == "inconclusive" and "points kept" in c.reason, c.reason
