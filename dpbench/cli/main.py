@@ -28,6 +28,9 @@ EXIT_OK, EXIT_FAILED_CELLS, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 3
 #: shell's 128 + signal number. The run is recorded as interrupted and resumes with the same
 #: command (docs/reliability.md, 'Signals').
 EXIT_SIGINT, EXIT_SIGTERM = 130, 143
+#: The reader of the output went away (``dpbench status | head``): 128 + SIGPIPE, as a process
+#: the signal ended, without a traceback.
+EXIT_SIGPIPE = 141
 
 
 class Terminated(BaseException):
@@ -385,20 +388,24 @@ def _cmd_status(args: argparse.Namespace) -> int:
         print_tables(rows_table(rows, args.store))
         _print_interrupted(meta.get("runs", []))
         return EXIT_OK
+    from ..audit.store import AuditStore, audit_names, batch_counts
     from ..store.cube import Store
     from ..store.status import status_table
 
     store = Store.open(args.store)
-    print_tables(status_table(store, selection))
+    audits = audit_names(store)
+    table = status_table(store, selection)
+    if table.row_count or not audits:
+        print_tables(table)
+    else:  # no empty experiment table above the audits
+        print(f"dpbench store {args.store}: audits only")
     index = store.selection_index()
     for name in selection.experiments(index):
         where = selection.mask(store.root[name]["status"].shape, index[name])
         for coords, msg in store.failures(name, args.failures, where):
             where = ", ".join(f"{k}={v}" for k, v in coords.items())
             print(f"failed [{name}] {where}: {msg}")
-    from ..audit.store import AuditStore, audit_names, batch_counts
-
-    for name in audit_names(store):
+    for name in audits:
         c = batch_counts(AuditStore(store).batch_status(name))
         print(f"audit {name}: {c['total']} batches, {c['done']} done, {c['failed']} failed, "
               f"{c['not_applicable']} not applicable, {c['pending']} pending")
@@ -579,7 +586,14 @@ def console_main() -> None:
     import os
     import threading
 
-    code = main()
+    try:
+        code = main()
+    except BrokenPipeError:
+        # Whatever is still buffered has nowhere to go: point stdout at /dev/null so that the
+        # flushes below (and the interpreter's) cannot raise again.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        code = EXIT_SIGPIPE
     join, run_atexit = getattr(threading, "_shutdown", None), getattr(atexit, "_run_exitfuncs",
                                                                         None)
     if join is None or run_atexit is None:

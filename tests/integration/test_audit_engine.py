@@ -199,6 +199,11 @@ def test_tiny_audit_end_to_end_through_the_cli(tmp_path: Path,
     out = capsys.readouterr().out
     assert rc == 0, out
     assert "audit: OK" in out and "verdict" in out
+    assert "no expected rates declared" not in out  # an audit store declares none to check
+    assert main(["status", str(store)]) == 0
+    status = capsys.readouterr().out
+    assert status.startswith(f"dpbench store {store}: audits only") and "┃" not in status
+    assert "audit outpert:" in status
     ds = _load(store, "outpert")
     point_dims = ("algorithm", "problem", "n", "p", "epsilon", "delta", "canary")
     for var in ("epsilon_lower_bound", "epsilon_claimed", "delta_claimed", "mu_lower_bound",
