@@ -55,7 +55,7 @@ from ..core.time_limit import time_limit
 from ..engine.backends import Connection
 from ..engine.cells import _error_text
 from ..engine.isolation import Killed, memory_message, run_isolated
-from ..engine.plan import CELL_OVERHEAD_COST, TaskSpec, pack
+from ..engine.plan import CELL_OVERHEAD_COST, TaskSpec, chunk_class, pack
 from ..engine.runner import Progress, TaskKind, drive_tasks
 from ..store.cube import Store, check_store_path
 from ..store.lock import StoreLock
@@ -132,6 +132,11 @@ class AuditTaskResult:
     key: str
     batches: list[BatchResult]
     host: str = ""
+
+
+def _task_seconds(res: AuditTaskResult) -> float:
+    """The worker seconds of an audit task: its batches' (NaN: not computed)."""
+    return math.fsum(b.seconds for b in res.batches if math.isfinite(b.seconds))
 
 
 @dataclass(frozen=True)
@@ -541,8 +546,11 @@ def _audit_locked(suite: Suite, store_path: str | Path, plan: AuditPlan, connect
     summary = AuditSummary(Path(store_path), "none (nothing to compute)",
                            alpha_total=plan.alpha_total, alpha_per_point=plan.alpha,
                            n_points=plan.n_points)
+    units: dict[tuple[str, int, int], float] = {}
+    for chunk in (c for t in tasks for c in t.chunks):
+        units[chunk_class(chunk)] = units.get(chunk_class(chunk), 0.0) + chunk.cost
     bar = Progress(sum(len(t.chunks) for t in tasks), sum(t.cost for t in tasks),
-                   enabled=progress)
+                   enabled=progress, class_units=units)
 
     def write(results: list[AuditTaskResult]) -> tuple[int, int]:
         batches = [b for res in results for b in res.batches]
@@ -550,7 +558,8 @@ def _audit_locked(suite: Suite, store_path: str | Path, plan: AuditPlan, connect
         return (sum(b.status == DONE for b in batches), sum(b.status == FAILED for b in batches))
 
     kind = TaskKind(partial(run_audit_task, memory_mb=suite.cell_memory_mb,
-                            timeout_s=suite.effective_cell_timeout_s), failed_audit_result, AuditTaskResult)
+                            timeout_s=suite.effective_cell_timeout_s), failed_audit_result,
+                    AuditTaskResult, seconds=_task_seconds)
     drive_tasks(tasks, store, summary, bar, kind=kind, write=write, connection=connection,
                 window=window, on_result=on_result, command="audit")
     summary.results = compute_bounds(astore, suite, plan)

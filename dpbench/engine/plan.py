@@ -261,6 +261,12 @@ class ExperimentPlan:
             cost=float(self.cost[i]))
 
 
+def chunk_class(chunk: Any) -> tuple[str, int, int]:
+    """The (experiment, algorithm, problem) class of a chunk (suite chunks, and audit batches,
+    whose experiment is ``audit.<name>``): the unit of cost calibration."""
+    return chunk.experiment, chunk.index[0], chunk.index[1]
+
+
 class Plan:
     """The pending chunks of a whole suite, streamed as tasks in submission order.
 
@@ -298,6 +304,17 @@ class Plan:
     @property
     def not_applicable(self) -> list[NotApplicableChunk]:
         return [na for ep in self.experiments for na in ep.not_applicable]
+
+    def class_units(self) -> dict[tuple[str, int, int], float]:
+        """Estimated work units of each (experiment, algorithm, problem) class with pending
+        chunks (:func:`chunk_class`): what :class:`Packer` scales by measured times, and the
+        run's progress estimate too."""
+        out: dict[tuple[str, int, int], float] = {}
+        for ep in self.experiments:
+            sums = ep.class_units()
+            for ai, pi in zip(*np.nonzero(sums)):
+                out[(ep.exp.name, int(ai), int(pi))] = float(sums[ai, pi])
+        return out
 
     def chunks(self) -> Iterator[ChunkSpec]:
         """Every pending chunk, most expensive first."""
@@ -350,16 +367,10 @@ class Packer:
         #: the workers seen (the rest is "warm": one-off costs paid).
         self._first: dict[tuple[str, int, int], list[float]] = {}
         self._seen: dict[tuple[str, int, int], set[str]] = {}
-        for ep in plan.experiments:
-            sums = ep.class_units()
-            for ai, pi in zip(*np.nonzero(sums)):
-                key = (ep.exp.name, int(ai), int(pi))
-                self._left[key] = float(sums[ai, pi])
-                self._declares[key] = ep.exp.algorithms[ai].cls.cost is not Algorithm.cost
-
-    @staticmethod
-    def _class(chunk: ChunkSpec) -> tuple[str, int, int]:
-        return chunk.experiment, chunk.index[0], chunk.index[1]
+        self._left = plan.class_units()
+        algorithms = {ep.exp.name: ep.exp.algorithms for ep in plan.experiments}
+        for key in self._left:
+            self._declares[key] = algorithms[key[0]][key[1]].cls.cost is not Algorithm.cost
 
     def _scale(self, cls: tuple[str, int, int]) -> float | None:
         est = self._estimated.get(cls)
@@ -383,7 +394,7 @@ class Packer:
         acc = target = 0.0
         ramp = iter(RAMP)
         for chunk in self.plan.chunks():
-            cls = self._class(chunk)
+            cls = chunk_class(chunk)
             self._left[cls] -= chunk.cost
             if not self._declares[cls] and self._scale(cls) is None:
                 if group:
@@ -424,14 +435,14 @@ class Packer:
         rest = max(seconds - math.fsum(own), 0.0) / max(cells, 1)
         worker = str(getattr(result, "worker", "") or "")
         fresh = set()  # the classes of which this is the worker's first task
-        for cls in {self._class(spec) for spec in task.chunks}:
+        for cls in {chunk_class(spec) for spec in task.chunks}:
             seen = self._seen.setdefault(cls, set())
             if worker not in seen:
                 seen.add(worker)
                 fresh.add(cls)
                 self._first.setdefault(cls, [0.0, 0.0, 0])[2] += 1
         for spec, mech in zip(task.chunks, own):
-            cls = self._class(spec)
+            cls = chunk_class(spec)
             units = (mech + rest * len(spec.seeds)) * UNITS_PER_SECOND
             self._measured[cls] = self._measured.get(cls, 0.0) + units
             self._estimated[cls] = self._estimated.get(cls, 0.0) + spec.cost

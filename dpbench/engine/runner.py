@@ -15,10 +15,11 @@ from __future__ import annotations
 import contextlib
 import datetime as _dt
 import itertools
+import math
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
@@ -34,7 +35,7 @@ from ..store.paths import check_store_path
 from .backends import Connection, open_backend
 from .backends.base import IDLE, TaskFailed
 from .cells import TaskResult, run_task
-from .plan import Packer, Plan, TaskSpec, plan_suite
+from .plan import Packer, Plan, TaskSpec, chunk_class, plan_suite
 
 if TYPE_CHECKING:
     from ..store.summary import Counts
@@ -60,14 +61,26 @@ class RunSummary:
 
 
 class Progress:
-    """Cells done / total / failed and an ETA (cost-weighted). A live bar on a terminal, a line
-    every ``every`` seconds otherwise."""
+    """Cells done / total / failed and an ETA. A live bar on a terminal, a line every ``every``
+    seconds otherwise.
+
+    The ETA comes from measured times, not from what plugins declare: given the estimated work
+    units of each (experiment, algorithm, problem) class (``class_units``), every completed
+    task (:meth:`observe`) calibrates its classes' seconds per unit; the work left is the
+    units not yet completed at their class's measured rate (an unmeasured class at the overall
+    one), and the ETA divides it by the worker seconds the run has obtained per second so far.
+    Until a task has been measured, or without ``class_units``, the ETA is cost-weighted.
+    """
 
     def __init__(self, total_cells: int, total_cost: float, enabled: bool = True,
-                 every: float = 10.0):
+                 every: float = 10.0,
+                 class_units: Mapping[tuple[str, int, int], float] | None = None):
         self.total, self.total_cost = total_cells, max(total_cost, 1e-12)
         self.done = self.failed = 0
         self.cost_done = 0.0
+        self._left: dict[tuple[str, int, int], float] = dict(class_units or {})
+        self._units: dict[tuple[str, int, int], float] = {}
+        self._seconds: dict[tuple[str, int, int], float] = {}
         self.enabled, self.every = enabled, every
         self.t0 = time.perf_counter()
         self._last = 0.0
@@ -82,8 +95,35 @@ class Progress:
             self._bar.start()
             self._task = self._bar.add_task("run", total=self.total_cost, text=self._text())
 
+    def observe(self, chunks: Sequence[Any], seconds: float) -> None:
+        """A completed task: its chunks (their class and estimated units) and the worker seconds
+        it took (0 or NaN: not measured, e.g. a task the backend could not compute)."""
+        units = [(chunk_class(c), float(c.cost)) for c in chunks]
+        total = math.fsum(u for _, u in units)
+        measured = math.isfinite(seconds) and seconds > 0 and total > 0
+        for key, u in units:
+            if key in self._left:
+                self._left[key] = max(0.0, self._left[key] - u)
+            if measured:
+                self._units[key] = self._units.get(key, 0.0) + u
+                self._seconds[key] = self._seconds.get(key, 0.0) + seconds * u / total
+
+    def eta_seconds(self, elapsed: float) -> float | None:
+        """The measured ETA after ``elapsed`` seconds (class docstring); None before a task
+        has been measured or without class units."""
+        spent = math.fsum(self._seconds.values())
+        if not (self._left and spent > 0 and elapsed > 0):
+            return None
+        overall = spent / math.fsum(self._units.values())
+        left = math.fsum(v * (self._seconds[k] / self._units[k] if k in self._units else overall)
+                         for k, v in self._left.items())
+        return left / (spent / elapsed)
+
     def _eta(self) -> str:
         elapsed = time.perf_counter() - self.t0
+        measured = self.eta_seconds(elapsed)
+        if measured is not None:
+            return f"ETA {measured:5.0f}s"
         if self.cost_done <= 0:
             return "ETA --"
         left = elapsed * (self.total_cost - self.cost_done) / self.cost_done
@@ -139,11 +179,14 @@ class TaskKind:
     run: Callable[[Any], Any]
     failed: Callable[[Any, str], Any]
     result_type: type
+    #: The worker seconds a result took (the progress ETA's calibration; 0: not measured).
+    seconds: Callable[[Any], float] = lambda res: 0.0
 
 
 def suite_tasks(memory_mb: float | None) -> TaskKind:
     """Suite cells: :func:`~dpbench.engine.cells.run_task` under the suite's memory limit."""
-    return TaskKind(partial(run_task, memory_mb=memory_mb), failed_task_result, TaskResult)
+    return TaskKind(partial(run_task, memory_mb=memory_mb), failed_task_result, TaskResult,
+                    seconds=lambda res: res.seconds)
 
 
 #: Longest time a received result waits in the client before it is written (seconds; plus up to
@@ -237,6 +280,7 @@ def drive_tasks(tasks: Iterable[Any], store: Any, summary: Any, bar: Progress, *
                         res = kind.failed(spec, f"task failed: returned {type(res).__name__}")
                     if packer is not None:
                         packer.observe(spec, res)
+                    bar.observe(spec.chunks, kind.seconds(res))
                     buffer.add(spec, res)
                 summary.backend = backend.description  # it may tell what happened meanwhile
                 buffer.flush()  # before the cluster closes (which can take seconds)
@@ -381,7 +425,8 @@ def _run_prepared(suite: Suite, store_path: str | Path, planned: Plan, connectio
         store = _NewStore(store_path, suite, restart, plan)  # a new store grows nothing
     summary = RunSummary(Path(store_path), "none (nothing to compute)",
                          grown={} if isinstance(store, _NewStore) else store.grown)
-    bar = Progress(plan.n_cells, plan.total_cost, enabled=progress)
+    bar = Progress(plan.n_cells, plan.total_cost, enabled=progress,
+                   class_units=plan.class_units())
 
     def write(results: list[TaskResult]) -> tuple[int, int]:
         chunks = [c for res in results for c in res.chunks]
