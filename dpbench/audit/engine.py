@@ -547,10 +547,13 @@ def _audit_locked(suite: Suite, store_path: str | Path, plan: AuditPlan, connect
                            alpha_total=plan.alpha_total, alpha_per_point=plan.alpha,
                            n_points=plan.n_points)
     units: dict[tuple[str, int, int], float] = {}
+    counts: dict[tuple[str, int, int], float] = {}
     for chunk in (c for t in tasks for c in t.chunks):
-        units[chunk_class(chunk)] = units.get(chunk_class(chunk), 0.0) + chunk.cost
+        key = chunk_class(chunk)
+        units[key] = units.get(key, 0.0) + chunk.cost
+        counts[key] = counts.get(key, 0.0) + 1
     bar = Progress(sum(len(t.chunks) for t in tasks), sum(t.cost for t in tasks),
-                   enabled=progress, class_units=units)
+                   enabled=progress, class_units=units, class_chunks=counts)
 
     def write(results: list[AuditTaskResult]) -> tuple[int, int]:
         batches = [b for res in results for b in res.batches]

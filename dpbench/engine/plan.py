@@ -225,11 +225,12 @@ class ExperimentPlan:
         p = np.asarray(self.exp.grid["p"], dtype=np.float64)[index[2 + axes.index("p")]]
         return n * p
 
-    def class_units(self) -> np.ndarray:
-        """Estimated work units per (algorithm, problem) position (the sum of its chunks')."""
+    def class_units(self, count: bool = False) -> np.ndarray:
+        """Estimated work units per (algorithm, problem) position (the sum of its chunks');
+        ``count``: the number of its chunks instead."""
         n_alg, n_prob = self.shape[:2]
         per_class = self.flat // math.prod(self.shape[2:])   # algorithm * n_prob + problem
-        return np.bincount(per_class, weights=self.cost,
+        return np.bincount(per_class, weights=None if count else self.cost,
                            minlength=n_alg * n_prob).reshape(n_alg, n_prob)
 
     def tie(self) -> np.ndarray:
@@ -305,13 +306,13 @@ class Plan:
     def not_applicable(self) -> list[NotApplicableChunk]:
         return [na for ep in self.experiments for na in ep.not_applicable]
 
-    def class_units(self) -> dict[tuple[str, int, int], float]:
+    def class_units(self, count: bool = False) -> dict[tuple[str, int, int], float]:
         """Estimated work units of each (experiment, algorithm, problem) class with pending
         chunks (:func:`chunk_class`): what :class:`Packer` scales by measured times, and the
-        run's progress estimate too."""
+        run's progress estimate too; ``count``: the number of its chunks instead."""
         out: dict[tuple[str, int, int], float] = {}
         for ep in self.experiments:
-            sums = ep.class_units()
+            sums = ep.class_units(count)
             for ai, pi in zip(*np.nonzero(sums)):
                 out[(ep.exp.name, int(ai), int(pi))] = float(sums[ai, pi])
         return out

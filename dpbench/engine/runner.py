@@ -64,22 +64,28 @@ class Progress:
     """Cells done / total / failed and an ETA. A live bar on a terminal, a line every ``every``
     seconds otherwise.
 
-    The ETA comes from measured times, not from what plugins declare: given the estimated work
-    units of each (experiment, algorithm, problem) class (``class_units``), every completed
-    task (:meth:`observe`) calibrates its classes' seconds per unit; the work left is the
-    units not yet completed at their class's measured rate (an unmeasured class at the overall
-    one), and the ETA divides it by the worker seconds the run has obtained per second so far.
-    Until a task has been measured, or without ``class_units``, the ETA is cost-weighted.
+    The ETA comes from measured times, not from what plugins declare. Given the estimated work
+    units and the number of chunks of each (experiment, algorithm, problem) class
+    (``class_units``, ``class_chunks``), every completed task (:meth:`observe`) calibrates its
+    classes. The work left is, per class, its units not yet completed at the class's measured
+    seconds per unit; for a class not measured yet, its chunks left at the mean seconds per
+    chunk of the measured classes (declared costs are not comparable across classes, so units
+    do not carry over). The ETA divides that by the worker seconds the run has obtained per
+    second so far. Until a task has been measured, or without class figures, the ETA is
+    cost-weighted.
     """
 
     def __init__(self, total_cells: int, total_cost: float, enabled: bool = True,
                  every: float = 10.0,
-                 class_units: Mapping[tuple[str, int, int], float] | None = None):
+                 class_units: Mapping[tuple[str, int, int], float] | None = None,
+                 class_chunks: Mapping[tuple[str, int, int], float] | None = None):
         self.total, self.total_cost = total_cells, max(total_cost, 1e-12)
         self.done = self.failed = 0
         self.cost_done = 0.0
         self._left: dict[tuple[str, int, int], float] = dict(class_units or {})
+        self._chunks_left: dict[tuple[str, int, int], float] = dict(class_chunks or {})
         self._units: dict[tuple[str, int, int], float] = {}
+        self._chunks: dict[tuple[str, int, int], float] = {}
         self._seconds: dict[tuple[str, int, int], float] = {}
         self.enabled, self.every = enabled, every
         self.t0 = time.perf_counter()
@@ -104,19 +110,24 @@ class Progress:
         for key, u in units:
             if key in self._left:
                 self._left[key] = max(0.0, self._left[key] - u)
+            if key in self._chunks_left:
+                self._chunks_left[key] = max(0.0, self._chunks_left[key] - 1)
             if measured:
                 self._units[key] = self._units.get(key, 0.0) + u
+                self._chunks[key] = self._chunks.get(key, 0.0) + 1
                 self._seconds[key] = self._seconds.get(key, 0.0) + seconds * u / total
 
     def eta_seconds(self, elapsed: float) -> float | None:
         """The measured ETA after ``elapsed`` seconds (class docstring); None before a task
-        has been measured or without class units."""
+        has been measured or without class figures."""
         spent = math.fsum(self._seconds.values())
         if not (self._left and spent > 0 and elapsed > 0):
             return None
-        overall = spent / math.fsum(self._units.values())
-        left = math.fsum(v * (self._seconds[k] / self._units[k] if k in self._units else overall)
-                         for k, v in self._left.items())
+        per_chunk = float(np.mean([self._seconds[k] / self._chunks[k] for k in self._seconds]))
+        left = math.fsum(
+            v * self._seconds[k] / self._units[k] if k in self._units
+            else self._chunks_left.get(k, 0.0) * per_chunk
+            for k, v in self._left.items())
         return left / (spent / elapsed)
 
     def _eta(self) -> str:
@@ -426,7 +437,7 @@ def _run_prepared(suite: Suite, store_path: str | Path, planned: Plan, connectio
     summary = RunSummary(Path(store_path), "none (nothing to compute)",
                          grown={} if isinstance(store, _NewStore) else store.grown)
     bar = Progress(plan.n_cells, plan.total_cost, enabled=progress,
-                   class_units=plan.class_units())
+                   class_units=plan.class_units(), class_chunks=plan.class_units(count=True))
 
     def write(results: list[TaskResult]) -> tuple[int, int]:
         chunks = [c for res in results for c in res.chunks]

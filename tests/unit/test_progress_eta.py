@@ -29,7 +29,8 @@ def _chunk(cls: tuple[str, int, int], cost: float) -> _Chunk:
 
 def _progress(n_fast: int, n_slow: int) -> Progress:
     return Progress(n_fast + n_slow, 1000.0 * n_fast + n_slow, enabled=False,
-                    class_units={FAST: 1000.0 * n_fast, SLOW: 1.0 * n_slow})
+                    class_units={FAST: 1000.0 * n_fast, SLOW: 1.0 * n_slow},
+                    class_chunks={FAST: n_fast, SLOW: n_slow})
 
 
 def test_eta_from_measured_class_rates() -> None:
@@ -45,13 +46,17 @@ def test_eta_from_measured_class_rates() -> None:
     assert cost_based < 0.01  # what the cost-weighted ETA would have said
 
 
-def test_unmeasured_classes_take_the_overall_rate_and_failures_are_not_timed() -> None:
+def test_unmeasured_classes_take_the_mean_chunk_time_and_failures_are_not_timed() -> None:
+    # Declared units do not carry over between classes (the slow class declares 1000 times
+    # fewer): an unmeasured class's chunks take the measured classes' mean seconds per chunk.
     bar = _progress(10, 10)
     for _ in range(5):
-        bar.observe([_chunk(FAST, 1000.0)], 0.5)   # 5e-4 s per unit
+        bar.observe([_chunk(FAST, 1000.0)], 0.5)   # 5e-4 s per unit, 0.5 s per chunk
     bar.observe([_chunk(FAST, 1000.0)], 0.0)       # a failed task: its units are done, untimed
-    # left: 4 fast chunks (4000 units) and 10 slow units, all at the fast class's 5e-4 s/unit
-    assert bar.eta_seconds(2.5) == pytest.approx((4000 + 10) * 5e-4 / (2.5 / 2.5))
+    # left: 4 fast chunks (4000 units at 5e-4 s) and 10 slow chunks at 0.5 s each
+    assert bar.eta_seconds(2.5) == pytest.approx(4000 * 5e-4 + 10 * 0.5)
+    bar.observe([_chunk(SLOW, 1.0)], 2.0)          # now measured: 2 s per unit
+    assert bar.eta_seconds(4.5) == pytest.approx((4000 * 5e-4 + 9 * 2.0) / (4.5 / 4.5))
 
 
 def test_a_task_of_several_classes_splits_its_time_by_units() -> None:
