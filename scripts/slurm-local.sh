@@ -87,11 +87,13 @@ start() {
   start_munge
   if ! running slurmctld; then slurmctld && touch "$STATE/started-slurmctld"; fi
   if ! running slurmd; then slurmd && touch "$STATE/started-slurmd"; fi
+  # Each query is bounded: a controller that is not answering (stopped by hand, stale state)
+  # would otherwise make every sinfo wait out SLURM's message timeout, 60 times over.
   for _ in $(seq 1 60); do
-    state=$(sinfo -h -N -o %T 2>/dev/null | head -1 || true)
+    state=$(timeout 5 sinfo -h -N -o %T 2>/dev/null | head -1 || true)
     case $state in
       idle|mixed|allocated) log "node $HOST $state (partition $PARTITION)"; return 0;;
-      down*|drain*) scontrol update NodeName="$HOST" State=RESUME >/dev/null 2>&1 || true;;
+      down*|drain*) timeout 5 scontrol update NodeName="$HOST" State=RESUME >/dev/null 2>&1 || true;;
     esac
     sleep 0.5
   done
@@ -111,7 +113,7 @@ status() {
   for d in munged slurmctld slurmd; do
     if running "$d"; then echo "$d: running"; else echo "$d: stopped"; fi
   done
-  sinfo 2>/dev/null || true
+  timeout 5 sinfo 2>/dev/null || true
 }
 
 case ${1:-start} in
