@@ -5,7 +5,8 @@ Exit codes: 0 success; 1 a run finished with failed cells, or ``check`` found an
 does not hold, or ``audit`` found a privacy violation of an ``expect: private`` point or missed a
 zoo member (``expect: violation``), or ``compare`` found a regression; 2 bad input (suite, profile, store path, options, a read-only
 or full disk for a new store or a report) — in that case nothing was written; 3 a run lost its dask
-scheduler or filled its store's disk (what was computed is kept; rerun to resume).
+scheduler or filled its store's disk (what was computed is kept; rerun to resume); 130 and 143
+interrupted by Ctrl-C or SIGTERM (rerun to resume); 141 the reader of the output went away.
 """
 
 from __future__ import annotations
