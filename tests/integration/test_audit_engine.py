@@ -246,6 +246,9 @@ def test_tiny_audit_end_to_end_through_the_cli(tmp_path: Path,
     for anchor in ("figures", "overlay", "cost", "methods"):
         assert f'<section id="{anchor}">' not in html and f'href="#{anchor}"' not in html
     assert '<section id="privacy-audit">' in html and 'href="#privacy-audit"' in html
+    assert "privacy claims hold" in html and "excess-risk rates" not in html
+    assert "<th>experiments</th>" not in html and "<th>audits</th>" in html
+    assert "- audit outpert (expect: private):" in md
     # the per-mechanism summary names the best point and says whether any point is informative
     row = next(line for line in md.splitlines() if line.startswith("| op | 6 | 0 |"))
     best = float(np.nanmax([tightness(float(e), 1.0) for e in
