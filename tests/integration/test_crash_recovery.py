@@ -19,9 +19,9 @@ from dpbench.config.suite import parse_suite
 from dpbench.core.schema import DONE
 from dpbench.engine.cells import TaskResult
 from dpbench.engine.runner import run_suite
-from dpbench.store.cube import Store
 from tests.support import failures as tf
 from tests.support.cubes import assert_cubes_identical, open_cube
+from tests.support.failures import done_cells
 
 SLOW_SUITE = textwrap.dedent("""
     name: slow
@@ -35,13 +35,6 @@ SLOW_SUITE = textwrap.dedent("""
           - {label: ref, algorithm: nonprivate_erm}
         grid: {n: [200, 300, 400, 500, 600], p: [3], epsilon: [1.0], delta: [1e-5]}
 """)
-
-
-def _done_cells(store: Path) -> int:
-    try:
-        return int((Store.open(store).status("e") == DONE).sum())
-    except Exception:
-        return 0
 
 
 @pytest.mark.slow
@@ -58,9 +51,9 @@ def test_sigkill_client_mid_run_then_resume(tmp_path: Path) -> None:
     proc = subprocess.Popen(cmd, start_new_session=True, stdout=subprocess.DEVNULL,
                             stderr=subprocess.DEVNULL)
     deadline = time.time() + 120
-    while _done_cells(store) == 0 and time.time() < deadline and proc.poll() is None:
+    while done_cells(store) == 0 and time.time() < deadline and proc.poll() is None:
         time.sleep(0.05)
-    done_at_kill = _done_cells(store)
+    done_at_kill = done_cells(store)
     os.killpg(proc.pid, signal.SIGKILL)  # the client, its scheduler and its workers
     proc.wait()
     assert 0 < done_at_kill < total, "the kill must land mid-run"
@@ -127,13 +120,13 @@ def test_sigterm_mid_run_exits_143_records_the_interruption_and_resumes(tmp_path
            "--workers", "1", "--quiet"]
     proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     deadline = time.time() + 120
-    while _done_cells(store) == 0 and time.time() < deadline and proc.poll() is None:
+    while done_cells(store) == 0 and time.time() < deadline and proc.poll() is None:
         time.sleep(0.05)
     proc.send_signal(signal.SIGTERM)
     _, err = proc.communicate(timeout=120)
     assert proc.returncode == 143, err
     assert "terminated (SIGTERM)" in err and "Traceback" not in err
-    assert 0 < _done_cells(store) < total, "the signal must land mid-run"
+    assert 0 < done_cells(store) < total, "the signal must land mid-run"
     runs = json.loads((store / "zarr.json").read_text())["attributes"][ROOT_KEY]["runs"]
     assert "Terminated" in runs[-1].get("interrupted", ""), runs[-1]
     assert not lock_path(store).exists()

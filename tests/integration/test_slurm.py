@@ -84,7 +84,8 @@ def test_a_signal_through_slurm_exits_128_plus_it_and_empties_the_queue(
     """SIGTERM (walltime, ``timeout``) and Ctrl-C mid-run with a dask-jobqueue profile: the
     shell's 128 + signal, the interruption recorded, no worker job left in the queue."""
     pytest.importorskip("dask_jobqueue")
-    from tests.integration.test_crash_recovery import SLOW_SUITE, _done_cells
+    from tests.integration.test_crash_recovery import SLOW_SUITE
+    from tests.support.failures import done_cells
 
     suite = tmp_path / "slow.yaml"
     suite.write_text(SLOW_SUITE)
@@ -94,7 +95,7 @@ def test_a_signal_through_slurm_exits_128_plus_it_and_empties_the_queue(
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
                             preexec_fn=default_sigint)
     deadline = time.time() + 180
-    while _done_cells(store) == 0 and time.time() < deadline and proc.poll() is None:
+    while done_cells(store) == 0 and time.time() < deadline and proc.poll() is None:
         time.sleep(0.1)
     assert _our_jobs(), "worker jobs should be queued or running mid-run"
     proc.send_signal(sig)
@@ -218,7 +219,8 @@ def test_scancel_of_every_worker_job_mid_run_is_survived(tmp_path: Path) -> None
     pytest.importorskip("dask_jobqueue")
     import yaml
 
-    from tests.integration.test_crash_recovery import SLOW_SUITE, _done_cells
+    from tests.integration.test_crash_recovery import SLOW_SUITE
+    from tests.support.failures import done_cells
 
     prof = yaml.safe_load(PROFILE.read_text())
     del prof["scale"]
@@ -235,7 +237,7 @@ def test_scancel_of_every_worker_job_mid_run_is_survived(tmp_path: Path) -> None
                              str(store), "--cluster", str(path)],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     deadline = time.time() + 180
-    while _done_cells(store) == 0 and time.time() < deadline and proc.poll() is None:
+    while done_cells(store) == 0 and time.time() < deadline and proc.poll() is None:
         time.sleep(0.1)
     jobs = _our_jobs()
     assert jobs and proc.poll() is None, "the run should be mid-way with worker jobs"
