@@ -302,14 +302,31 @@ def _cmd_plan(args: argparse.Namespace) -> int:
           + (f", slice {selection.describe()}" if selection else "")
           + (f", resuming {args.store}" if args.store and check_store_path(Path(args.store))
              else ""))
-    for line in summary_lines(est, workers):
-        print(f"  {line}")
+    if suite.experiments or not suite.audits:
+        for line in summary_lines(est, workers):
+            print(f"  {line}")
     for note in notes:
         print(f"  note: {note}")
-    if profile is not None:
+    if suite.audits:
+        print(f"  {_audit_plan_line(suite)}")
+    if profile is not None and suite.experiments:
         for line in profile_lines(est, profile):
             print(f"  {line}")
     return EXIT_OK
+
+
+def _audit_plan_line(suite: Any) -> str:
+    """What ``dpbench plan`` says of a suite's audits: their size, and that it does not estimate
+    their time (declared costs are far off for audits: vectorised batches against samplers)."""
+    from ..audit.engine import plan_audits
+
+    plan = plan_audits(suite)
+    batches = sum(pt.n_batches for pt in plan.points)
+    runs = sum(pt.n_batches * pt.batch_size for pt in plan.points)
+    return (f"audits: {len(suite.audits)} ({plan.n_points} applicable points, "
+            f"{len(plan.not_applicable)} not applicable; {batches} batches, {runs:,} runs per "
+            "side in all); their time is not estimated here: `dpbench audit` shows an ETA "
+            "measured as it runs")
 
 
 def _cmd_audit(args: argparse.Namespace) -> int:

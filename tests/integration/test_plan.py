@@ -142,3 +142,18 @@ def test_plan_bad_input_exits_2(ran: Path, argv: list[str], capsys: pytest.Captu
     args = [a.replace("{d}", str(ran)) for a in argv]
     assert main(["plan", str(ran / "t.yaml"), *args]) == 2
     assert "Traceback" not in capsys.readouterr().err
+
+
+def test_plan_of_an_audit_suite_says_what_it_holds(tmp_path: Path,
+                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    """An audit-only suite once planned as "cells to compute: 0" and "about 0 s": it now counts
+    its audit points, batches and runs, and says its time is not estimated here."""
+    from tests.integration.test_audit_engine import SUITE as AUDIT_SUITE
+
+    (tmp_path / "a.yaml").write_text(AUDIT_SUITE)
+    assert main(["plan", str(tmp_path / "a.yaml")]) == 0
+    out = capsys.readouterr().out
+    assert "cells to compute" not in out and "about 0 s" not in out
+    line = next(ln for ln in out.splitlines() if ln.strip().startswith("audits:"))
+    assert "applicable points" in line and "batches" in line and "not estimated" in line
+    assert not any(tmp_path.glob("*.zarr"))
