@@ -21,6 +21,7 @@ and the preparation's parameters.
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import functools
 import hashlib
 import os
@@ -148,21 +149,22 @@ _OPTION_DEFAULTS: dict[str, Any] = {"header": True, "label_column": None,
                                     "feature_columns": None, "x_array": "X", "y_array": "y"}
 
 
-#: Why data files are not read right now (:func:`files_refused`), or ``None``.
-_FILES_REFUSED: str | None = None
+#: Why data files are not read right now in this thread (:func:`files_refused`), or ``None``.
+_FILES_REFUSED: contextvars.ContextVar[str | None] = contextvars.ContextVar(
+    "dpbench_files_refused", default=None)
 
 
 @contextlib.contextmanager
 def files_refused(reason: str) -> Iterator[None]:
-    """Within the block, a data set named by a path is refused (a :class:`DatasetError` giving
-    ``reason``) instead of read: for suites read back from a store, whose paths are data from
-    the store and must not be followed (docs/reliability.md). Bundled data sets still load."""
-    global _FILES_REFUSED
-    before, _FILES_REFUSED = _FILES_REFUSED, reason
+    """Within the block (in this thread), a data set named by a path is refused (a
+    :class:`DatasetError` giving ``reason``) instead of read: for suites read back from a store,
+    whose paths are data from the store and must not be followed (docs/reliability.md).
+    Bundled data sets still load."""
+    token = _FILES_REFUSED.set(reason)
     try:
         yield
     finally:
-        _FILES_REFUSED = before
+        _FILES_REFUSED.reset(token)
 
 
 def load(value: str, **options: Any) -> Loaded:
@@ -177,8 +179,9 @@ def load(value: str, **options: Any) -> Loaded:
                                      f"{spec.kind}: data")
     if spec.kind == "sklearn":
         return _bundled(spec.target)
-    if _FILES_REFUSED is not None:
-        raise DatasetError("dataset", f"{spec.kind}:{spec.target} is not read: {_FILES_REFUSED}")
+    refused = _FILES_REFUSED.get()
+    if refused is not None:
+        raise DatasetError("dataset", f"{spec.kind}:{spec.target} is not read: {refused}")
     path = spec.target
     if not os.path.isabs(path):
         path = os.path.abspath(path)

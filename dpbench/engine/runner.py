@@ -350,14 +350,9 @@ def run_suite(suite: Suite, store_path: str | Path, *, scheduler: str | None = N
 def _finished_summary(path: Path, rows: list[list[Any]]) -> RunSummary:
     """The summary of a resume that finds nothing to do (:func:`~dpbench.store.summary.finished`),
     from the store's status summary."""
-    from ..store.summary import Counts
+    from ..store.summary import experiment_counts
 
-    counts: dict[str, Counts] = {}
-    for name, _, total, done, failed, na, pending in rows:
-        c = counts.setdefault(name, Counts())
-        c.total, c.done, c.failed = c.total + total, c.done + done, c.failed + failed
-        c.not_applicable, c.pending = c.not_applicable + na, c.pending + pending
-    return RunSummary(path, "none (nothing to compute)", counts=counts)
+    return RunSummary(path, "none (nothing to compute)", counts=experiment_counts(rows))
 
 
 def _run_locked(suite: Suite, store_path: str | Path, planned: Plan,
@@ -457,9 +452,13 @@ def _run_prepared(suite: Suite, store_path: str | Path, planned: Plan, connectio
     if isinstance(store, _NewStore):
         store, not_applicable = store.created()
     summary.not_applicable = not_applicable
-    from ..store.summary import Counts
+    from ..store.summary import Counts, experiment_counts
 
-    summary.counts = {e.name: store.counts(e.name) if masks is None
-                      else Counts.of(store.status(e.name)[masks[e.name]])
-                      for e in suite.experiments if masks is None or masks[e.name].any()}
+    # The counts the run log's summary has just recorded, rather than reading the arrays again.
+    rows = store.summary_rows() if masks is None else None
+    recorded = experiment_counts(rows) if rows is not None else {}
+    summary.counts = {e.name: recorded.get(e.name) or (
+        store.counts(e.name) if masks is None
+        else Counts.of(store.status(e.name)[masks[e.name]]))
+        for e in suite.experiments if masks is None or masks[e.name].any()}
     return summary

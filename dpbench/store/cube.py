@@ -562,6 +562,11 @@ class Store:
             meta[SUMMARY_KEY] = None
         self.root.attrs[ROOT_KEY] = meta
 
+    def summary_rows(self) -> list[list[Any]] | None:
+        """The status rows :meth:`record_run` recorded last, if no writer has begun since."""
+        summary = self.root.attrs[ROOT_KEY].get(SUMMARY_KEY)
+        return summary.get("rows") if isinstance(summary, dict) else None
+
     def status_rows(self, selection: Any = None) -> list[tuple[str, str, int, int, int, int, int]]:
         """Per experiment and algorithm label, among the ``selection``'s cells (all by
         default): (experiment, label, cells, done, failed, not applicable, pending)."""

@@ -6,6 +6,7 @@ the store (docs/architecture.md, "Start-up and throughput")."""
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -39,6 +40,16 @@ class Counts:
 
 #: The columns of a status row (:meth:`Store.status_rows <.cube.Store.status_rows>`).
 STATUS_COLUMNS = ("experiment", "algorithm", "cells", "done", "failed", "n/a", "pending")
+
+
+def experiment_counts(rows: Iterable[Sequence[Any]]) -> dict[str, Counts]:
+    """Status rows (:data:`STATUS_COLUMNS`) summed per experiment."""
+    out: dict[str, Counts] = {}
+    for name, _, total, done, failed, na, pending in rows:
+        c = out.setdefault(name, Counts())
+        c.total, c.done, c.failed = c.total + total, c.done + done, c.failed + failed
+        c.not_applicable, c.pending = c.not_applicable + na, c.pending + pending
+    return out
 
 
 def summarised(path: str | Path) -> tuple[list[list[Any]], dict[str, Any]] | None:

@@ -2,14 +2,15 @@
 
 A forked worker starts in milliseconds with everything this process has imported (the suite's
 plugins, numpy, numba), where a spawned one starts an interpreter and imports them again (about
-0.6 s of CPU per worker; docs/architecture.md, "Start-up and throughput"). The embedded default computes in
-them until its LocalCluster is worth starting (:mod:`.dask`), and ``--backend forked`` computes
-a whole run in them.
+0.6 s of CPU per worker; docs/architecture.md, "Start-up and throughput"). The embedded default
+computes in them until its LocalCluster is worth starting (:mod:`.dask`), and ``--backend
+forked`` computes a whole run in them.
 
 Each worker computes one task at a time with the next one queued (:data:`DEPTH`), through the
 request loop of :mod:`dpbench.engine.isolation` (the same child process, pipe and
-fork-between-imports guard as the per-cell limits). A task whose worker dies is retried once in a fresh worker, then recorded as
-failed, like the other backends. Results do not depend on which worker computes a task.
+fork-between-imports guard as the per-cell limits). A task whose worker dies is retried once in
+a fresh worker, then recorded as failed, like the other backends. Results do not depend on which
+worker computes a task.
 """
 
 from __future__ import annotations
