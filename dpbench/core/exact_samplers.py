@@ -25,6 +25,12 @@ The laws and the arguments after ``(problem, data)``:
 A factory returns ``None`` when no exact sampler exists for this data or region; the mechanism
 then reports the cell not applicable or falls back to MCMC.
 
+**Many draws at once.** A draw function may carry a vectorised form as its attribute ``many``:
+``draw.many(rng, size)`` returns ``size`` independent exact samples as an array of shape
+``(size, p)``, each row with the law of ``draw(rng)`` (not equal to any particular call: one
+generator feeds them all). :func:`draw_many` uses it when present and loops ``draw`` otherwise;
+the mechanisms' vectorised audit paths (``Algorithm.run_batch``) call it.
+
 **Lookup and the override rule.** The factory of the first class of ``type(problem).__mro__``
 registered for the law is used, but only while ``type(problem)`` computes that class's loss
 (:func:`dpbench.core.tags.claims_hold`, the rule of the capability tags): a subclass that
@@ -44,7 +50,8 @@ from .tags import claims_hold
 if TYPE_CHECKING:
     from .problem import Dataset, Problem
 
-__all__ = ["LAWS", "Draw", "exact_sampler", "has_exact_sampler", "register_exact_sampler"]
+__all__ = ["LAWS", "Draw", "draw_many", "exact_sampler", "has_exact_sampler",
+           "register_exact_sampler"]
 
 #: A draw function: one exact sample θ (shape (p,)) per call, from the injected generator.
 Draw = Callable[[np.random.Generator], np.ndarray]
@@ -126,3 +133,17 @@ def exact_sampler(law: str, problem: Problem, data: Dataset, *args: Any) -> Draw
         if mu == 0:  # the plain exponential mechanism on the average loss: k/n on the sum
             return exact_sampler("gibbs", problem, data, k / data.n, problem.constraint)
     return None
+
+
+def draw_many(draw: Draw, rng: np.random.Generator, size: int) -> np.ndarray:
+    """``size`` independent samples of an exact sampler as rows of a ``(size, p)`` array: its
+    vectorised form ``draw.many(rng, size)`` when the factory attached one (module docstring),
+    else ``size`` calls of ``draw(rng)``."""
+    many = getattr(draw, "many", None)
+    if many is not None:
+        out = np.asarray(many(rng, int(size)), dtype=float)
+        if out.ndim != 2 or out.shape[0] != int(size):
+            raise ValueError(f"an exact sampler's many(rng, {size}) returned shape {out.shape}; "
+                             f"expected ({size}, p)")
+        return out
+    return np.stack([np.asarray(draw(rng), dtype=float) for _ in range(int(size))])
