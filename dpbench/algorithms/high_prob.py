@@ -215,6 +215,7 @@ class HighProbApprox(HighProb):
     summary: ClassVar[str] = ("k runs of an (ε,δ)-DP base plus an exponential-mechanism selection "
                               "(BST14 App. D, selection charged)")
     privacy: ClassVar[str] = "approx"
+    version: ClassVar[str] = "2"  # 2: its noisy_sgd base's version 4 (ledger ε on the converged grid)
     params: ClassVar[dict[str, Param]] = {
         **HighProb.params,
         "base": Param("noisy_sgd", kind="str", choices=APPROX_BASES,

@@ -66,10 +66,12 @@ _CARDS: dict[tuple[str, str, bool], tuple[str, str]] = {
         "BST14 Thm 2.4(1) with the log T of the last iterate removed by averaging [derived]"),
     ("lipschitz", "accountant", False): (
         "L*D*sqrt(p*log(1/delta))*log(n)/(n*epsilon)",
-        "BST14 Thm 2.4(1) with the RDP-calibrated sigma [derived, docs/bst14.md]"),
+        "BST14 Thm 2.4(1) with the accountant σ (PLD of the dominating pair) [derived, "
+        "docs/bst14.md]"),
     ("lipschitz", "accountant", True): (
         "L*D*sqrt(p*log(1/delta))/(n*epsilon)",
-        "BST14 Thm 2.4(1) with the RDP-calibrated sigma and averaging [derived]"),
+        "BST14 Thm 2.4(1) with the accountant σ (PLD of the dominating pair) and averaging "
+        "[derived]"),
     ("strongly_convex", "paper", False): (
         "L**2*p*log(n/delta)**2*log(1/delta)/(n**2*Delta*epsilon**2)", "BST14 Thm 2.4(2)"),
     ("strongly_convex", "paper", True): (
@@ -77,10 +79,12 @@ _CARDS: dict[tuple[str, str, bool], tuple[str, str]] = {
         "BST14 Thm 2.4(2) with the log T removed by suffix averaging [derived]"),
     ("strongly_convex", "accountant", False): (
         "L**2*p*log(1/delta)*log(n)/(n**2*Delta*epsilon**2)",
-        "BST14 Thm 2.4(2) with the RDP-calibrated sigma [derived, docs/bst14.md]"),
+        "BST14 Thm 2.4(2) with the accountant σ (PLD of the dominating pair) [derived, "
+        "docs/bst14.md]"),
     ("strongly_convex", "accountant", True): (
         "L**2*p*log(1/delta)/(n**2*Delta*epsilon**2)",
-        "BST14 Thm 2.4(2) with the RDP-calibrated sigma and suffix averaging [derived]"),
+        "BST14 Thm 2.4(2) with the accountant σ (PLD of the dominating pair) and suffix "
+        "averaging [derived]"),
 }
 
 
@@ -563,7 +567,9 @@ class NoisySGD(Algorithm):
     citation: ClassVar[str] = "Bassily, Smith, Thakurta (FOCS 2014), Algorithm 1, Thm 2.1 and 2.4"
     privacy: ClassVar[str] = "approx"
     requires: ClassVar[tuple[str, ...]] = ("convex", "lipschitz")
-    version: ClassVar[str] = "3"  # 3: PLD accounting of the dominating pair (docs/bst14.md)
+    # 3: PLD accounting of the dominating pair; 4: its grid refined until converged and the
+    # calibration minimal across the switch to RDP (docs/bst14.md, "Grid precision").
+    version: ClassVar[str] = "4"
     #: Both paths clip every per-example gradient to the declared L (``_sgd_steps``,
     #: ``_numpy_loop``), so records outside the data norm keep the 2nL sensitivity.
     clips_gradients: ClassVar[bool] = True
@@ -678,6 +684,14 @@ class NoisySGD(Algorithm):
                 self.variant == "strongly_convex" and closed_form == "lb_quad"):
             return "heuristic"
         return ""
+
+    def calibrated(self, problem: Problem, *, n: int, p: int, epsilon: float,
+                    delta: float) -> dict[str, float]:
+        """``noise_multiplier`` z (σ/(2nL), :meth:`noise_multiplier`), ``sigma`` = 2nL·z and
+        ``steps`` T, as :meth:`run` calibrates them."""
+        z = self.noise_multiplier(n, epsilon, delta)
+        return {"noise_multiplier": z, "sigma": 2.0 * n * float(problem.lipschitz) * z,
+                "steps": float(self.n_steps(n))}
 
     def noise_multiplier(self, n: int, epsilon: float, delta: float) -> float:
         """z = σ/(2nL) for this configuration (relative to the replace-one sensitivity 2nL).

@@ -135,8 +135,12 @@ def _calibrate(epsilon: float, delta: float, n: int, steps: int) -> float:
     return _smallest_z(lambda z: noisy_sgd_epsilon(z, n, steps, delta), epsilon, delta, n, steps)
 
 
-def _smallest_z(eps_fn, epsilon: float, delta: float, n: int, steps: int) -> float:
-    """Smallest evaluated z with eps_fn(z) ≤ epsilon, to relative precision ``Z_RTOL``."""
+def _smallest_z(eps_fn, epsilon: float, delta: float, n: int, steps: int,
+                start: float | None = None, factor: float = 2.0) -> float:
+    """Smallest evaluated z with eps_fn(z) ≤ epsilon, to relative precision ``Z_RTOL``, for an
+    ε(z) that decreases with z: a bracket is found from ``start`` (default the Gaussian
+    mechanism's √(2 ln(1.25/δ))/ε) by multiplying or dividing by ``factor``, then Brent's method
+    on log z, then bisection down to the precision."""
     _check(n, steps, delta)
     if not (math.isfinite(epsilon) and epsilon > 0):
         raise ValueError(f"epsilon must be finite and > 0, got {epsilon}")
@@ -154,17 +158,17 @@ def _smallest_z(eps_fn, epsilon: float, delta: float, n: int, steps: int) -> flo
         # ε(z) is finite for every z > 0 here in practice; cap it so Brent's interpolation stays finite.
         return math.log(min(max(e, 1e-300), 1e300)) - math.log(epsilon)
 
-    # Bracket [lo, hi] in z with ε(lo) > target ≥ ε(hi), by doubling or halving from a guess.
-    z0 = math.sqrt(2.0 * math.log(1.25 / delta)) / epsilon
+    # Bracket [lo, hi] in z with ε(lo) > target ≥ ε(hi), by growing or shrinking from a guess.
+    z0 = math.sqrt(2.0 * math.log(1.25 / delta)) / epsilon if start is None else start
     lo = hi = z0
     if eps_of(z0) > epsilon:
         while eps_of(hi) > epsilon:
-            lo, hi = hi, hi * 2.0
+            lo, hi = hi, hi * factor
             if hi > 1e12:
                 raise ValueError(f"no noise multiplier reaches epsilon={epsilon} (delta={delta})")
     else:
         while eps_of(lo) <= epsilon:
-            lo, hi = lo / 2.0, lo
+            lo, hi = lo / factor, lo
             if lo < 1e-6:  # (essentially) any noise suffices
                 return hi
     from scipy.optimize import brentq
@@ -254,14 +258,13 @@ def _largest_step_loss(z: float, n: int) -> float:
 
 
 def pld_interval(z: float, n: int, steps: int) -> float:
-    """The automatic grid spacing of the privacy-loss grid.
+    """The starting spacing of the privacy-loss grid (:func:`converged_interval` refines it).
 
     One step's largest finite loss over ``PLD_CELLS_PER_STEP``, but no finer than the composed
     loss spread over ``PLD_MAX_CELLS`` (spread ≈ T·v/2 + 16·√(T·v), v = q²·(e^{μ²} − 1) the
     variance of one step's loss, μ = 1/z, q = 1/n) and no coarser than ``PLD_INTERVAL_MAX``.
-    Any spacing gives an upper bound; on the docs/bst14.md table this one stays within 2e-4
-    (relative) of the ε a grid four times finer gives (e.g. 1.8e-5 at n = 100 and 1.8e-6 at
-    n = 1000 for z ≈ 9, 4.4e-7 at n = 10⁴).
+    Any spacing gives an upper bound, but this one alone can be far from converged: 15 % too
+    large at n = 1000, z = 1, and 1 % at n = 1000, z = 1.61 (docs/bst14.md, "Grid precision").
     """
     mu, q = 1.0 / z, 1.0 / n
     v = q * q * math.expm1(min(mu * mu, 700.0))
@@ -378,7 +381,8 @@ def _rounding(steps: int, long_double: bool) -> float:
     return PLD_ROUNDING_FACTOR * steps * u if steps > 1 else 0.0
 
 
-@functools.lru_cache(maxsize=4)  # (composed PLDs hold up to ~4·10⁶ cells)
+@functools.lru_cache(maxsize=2)  # (up to PLD_MAX_COMPOSED_CELLS cells each; the last two grids
+# of a refinement, so that the profile reuses the final one)
 def _composed(z: float, n: int, steps: int, interval: float,
               long_double: bool = False) -> tuple[int, np.ndarray, float]:
     """The composed grid PLD (lower, probs, infinity), the rounding allowance included in +∞."""
@@ -422,14 +426,50 @@ def noisy_sgd_epsilon_pld(z: float, n: int, steps: int, delta: float,
     """ε(δ) of ``steps`` noisy-SGD steps (1 of n, noise multiplier z = σ/(2nL)), replace-one,
     from the PLD of the dominating pair (an upper bound: pessimistic discretisation).
 
-    ``interval`` is the spacing of the privacy-loss grid (default :func:`pld_interval`); a
-    coarser grid gives a larger (still valid) ε. The FFT runs in long double when double's
-    rounding allowance would exceed 1e-3·δ (e.g. T = 10⁸ at δ = 1e-6).
+    ``interval`` is the spacing of the privacy-loss grid; by default the grid is refined until it
+    has converged (:func:`converged_interval`: two successive grids agree within
+    :data:`PLD_EPSILON_RTOL`), a given spacing is used as is (a coarser grid gives a larger,
+    still valid, ε). The FFT runs in long double when double's rounding allowance would exceed
+    1e-3·δ (e.g. T = 10⁸ at δ = 1e-6).
     """
     z, n, steps, delta = float(z), int(n), int(steps), float(delta)
     if interval is None and z > 0 and steps > 0:
-        interval = pld_interval(z, n, steps)
+        _check(n, steps, delta)
+        interval = converged_interval(z, n, steps, delta)
     return _epsilon_pld(z, n, steps, delta, None if interval is None else float(interval))
+
+
+#: Two successive grids (spacing h and h/2) whose ε agree within this relative tolerance end the
+#: refinement, and the finer one's ε is used. The discretisation error shrinks about fourfold
+#: per halving (measured over T ∈ [1, 10⁶], z ∈ [0.25, 20], n ∈ [10, 10⁴]; docs/bst14.md, "Grid
+#: precision"), so the ε used is within about a third of this of the converged value; it would
+#: still be within this tolerance if the error shrank only linearly.
+PLD_EPSILON_RTOL = 2.5e-4
+#: The refinement stops (keeping the finest grid, still an upper bound) before a composed grid
+#: would exceed this many cells (~260 MB of float64 for the FFT's input and output).
+PLD_MAX_COMPOSED_CELLS = 1 << 24
+
+
+@functools.lru_cache(maxsize=4096)
+def converged_interval(z: float, n: int, steps: int, delta: float) -> float:
+    """The grid spacing the accountant uses for (z, n, T, δ): :func:`pld_interval` halved until
+    the ε of two successive grids agree within :data:`PLD_EPSILON_RTOL` (the finer one is
+    returned), or until a finer grid would exceed :data:`PLD_MAX_COMPOSED_CELLS` cells."""
+    z, n, steps, delta = float(z), int(n), int(steps), float(delta)
+    _check(n, steps, delta)
+    h = pld_interval(z, n, steps)
+    if steps == 0 or not z > 0:
+        return h
+    eps = _epsilon_pld(z, n, steps, delta, h)
+    while True:
+        cells = _composed(z, n, steps, h, _use_long_double(steps, delta))[1].size
+        if 2 * cells > PLD_MAX_COMPOSED_CELLS:
+            return h
+        finer = _epsilon_pld(z, n, steps, delta, h / 2)
+        h /= 2
+        if eps == finer or (math.isfinite(eps) and abs(eps - finer) <= PLD_EPSILON_RTOL * finer):
+            return h
+        eps = finer
 
 
 @functools.lru_cache(maxsize=4096)
@@ -462,15 +502,36 @@ def noisy_sgd_epsilon_certified(z: float, n: int, steps: int, delta: float) -> t
 
 
 def calibrate_noisy_sgd_certified(epsilon: float, delta: float, n: int, steps: int) -> float:
-    """The smallest z whose :func:`noisy_sgd_epsilon_certified` ε is ≤ ``epsilon``: the PLD
-    calibration when it lands at z ≥ :data:`PLD_MIN_Z`, else the RDP one."""
+    """The smallest z whose :func:`noisy_sgd_epsilon_certified` ε is ≤ ``epsilon``, across the
+    switch from the RDP accountant (z < :data:`PLD_MIN_Z`) to the PLD (z ≥ :data:`PLD_MIN_Z`).
+
+    The certified ε(z) decreases with z on each side of the switch and jumps down at it (the
+    PLD is the tighter bound), so the smallest certified z is the smaller of two candidates:
+    the smallest z ≥ :data:`PLD_MIN_Z` the PLD certifies (:data:`PLD_MIN_Z` itself when the PLD
+    certifies it), and the RDP calibration when that lands below :data:`PLD_MIN_Z`. The RDP side
+    is looked at only when the RDP accountant certifies ε just below the switch (one
+    evaluation); otherwise no z below it can be certified.
+    """
+    return _calibrate_certified(float(epsilon), float(delta), int(n), int(steps))
+
+
+@functools.lru_cache(maxsize=1024)
+def _calibrate_certified(epsilon: float, delta: float, n: int, steps: int) -> float:
+    if steps == 0:
+        return calibrate_noisy_sgd_pld(epsilon, delta, n, steps)
     try:
-        z = calibrate_noisy_sgd_pld(epsilon, delta, n, steps)
-        if z >= PLD_MIN_Z or steps == 0:
-            return z
+        if noisy_sgd_epsilon_pld(PLD_MIN_Z, n, steps, delta) <= epsilon:
+            z_pld = PLD_MIN_Z
+        else:
+            z_pld = max(calibrate_noisy_sgd_pld(epsilon, delta, n, steps), PLD_MIN_Z)
+            while noisy_sgd_epsilon_pld(z_pld, n, steps, delta) > epsilon:  # (the max moved it)
+                z_pld *= 1 + Z_RTOL
     except _PLD_FAILURES:
-        pass
-    return calibrate_noisy_sgd(epsilon, delta, n, steps)
+        return calibrate_noisy_sgd(epsilon, delta, n, steps)
+    below = math.nextafter(PLD_MIN_Z, 0.0)
+    if noisy_sgd_epsilon(below, n, steps, delta) <= epsilon:
+        return min(z_pld, calibrate_noisy_sgd(epsilon, delta, n, steps))
+    return z_pld
 
 
 @functools.lru_cache(maxsize=256)
@@ -485,7 +546,7 @@ def noisy_sgd_profile(z: float, n: int, steps: int, delta: float) -> PrivacyProf
     rdp = noisy_sgd_epsilon(z, n, steps, delta)
     if steps == 0:
         return PrivacyProfile("pld", (0.0,), (0.0,), ACCOUNTING_PLD, epsilon_rdp=rdp)
-    interval = pld_interval(z, n, steps)
+    interval = converged_interval(z, n, steps, delta)
     lower, probs, infinity = _composed(z, n, steps, interval, _use_long_double(steps, delta))
     losses = (lower + np.arange(probs.size)) * interval
     upper = np.append(infinity + np.cumsum(probs[::-1])[::-1], infinity)
@@ -512,7 +573,19 @@ def calibrate_noisy_sgd_pld(epsilon: float, delta: float, n: int, steps: int) ->
     return _calibrate_pld(float(epsilon), float(delta), int(n), int(steps))
 
 
+#: The second search of :func:`calibrate_noisy_sgd_pld` brackets the converged root from the
+#: first one's by steps of this factor (the refinement moves it by a few per cent at most).
+_REFINED_BRACKET = 1.02
+
+
 @functools.lru_cache(maxsize=1024)
 def _calibrate_pld(epsilon: float, delta: float, n: int, steps: int) -> float:
+    # Two searches: on the starting grid (one cheap grid per evaluation), then on the converged
+    # ε — the ledger's — from there (the refinement only lowers ε, so the root moves down a
+    # little). The result is minimal for the converged ε, which is what the ledger states.
+    coarse = _smallest_z(lambda z: _epsilon_pld(z, n, steps, delta, pld_interval(z, n, steps)),
+                         epsilon, delta, n, steps)
+    if steps == 0:
+        return coarse
     return _smallest_z(lambda z: noisy_sgd_epsilon_pld(z, n, steps, delta), epsilon, delta, n,
-                       steps)
+                       steps, start=coarse, factor=_REFINED_BRACKET)
