@@ -11,12 +11,15 @@ by least squares over the grid points kept, and
 * **exclusions that cannot hide a failure** (docs/analysis.md, "What is excluded"): the capped
   regime (mean excess at or above ``cap_fraction`` × the trivial maximum L·D, or at or above
   ``trivial_fraction`` × the excess of the data-independent output, stored as
-  ``trivial_excess_risk``, or a rate-card bound at or above L·D; BST14 §6.3) only as one contiguous
-  run at the end of the axis where the rate card's bound is largest, optimisation floors (mean
-  excess below ``floor_factor`` × the certified optimum gap) only as a contiguous run at the other
-  end. A capped point anywhere else is a *blow-up*, a floor point anywhere else a *collapse*, and a
-  non-positive mean where a rate card predicts a positive one is *non-positive*: each is a failure
-  of the fit (verdict ``invalid``), never an exclusion;
+  ``trivial_excess_risk``, or a rate-card bound at or above L·D; BST14 §6.3) only as one
+  contiguous run at the end of the axis where the rate card's bound is largest, and only where
+  the other points' own power law, extended to the point, reaches it (else it is a *jump* to the
+  trivial level: a blow-up); optimisation floors (mean excess below ``floor_factor`` × the
+  certified optimum gap) only as a contiguous run at the other end. A capped point anywhere else
+  is a *blow-up*, a floor point anywhere else a *collapse*, and a non-positive mean where a rate
+  card predicts a positive one is *non-positive*: each is a failure of the fit (verdict
+  ``invalid``), never an exclusion. Where the card gives no direction along the axis nothing is
+  excluded as capped: such points stay in the fit and the verdict is at best inconclusive;
 * the **ratio** empirical / bound (geometric mean over the kept points, with a bootstrap CI) and
   its log-log slope, flat when theory holds up to a constant;
 * the **level** against a closed-form oracle where one exists: the geometric-mean ratio
@@ -51,14 +54,23 @@ MIN_POINTS = 3
 #: within [1/(1 + t), 1 + t].
 DEFAULT_LEVEL_TOLERANCE = 0.1
 
-#: Machine-readable exclusion codes ("" = point used), parallel to ``RateFit.excluded``. The last
-#: three are failures, not exclusions: a fit with any of them has the verdict ``invalid``.
+#: Machine-readable exclusion codes ("" = point used), parallel to ``RateFit.excluded``.
+#: ``nonpositive``, ``blowup`` and ``collapse`` are failures, not exclusions: a fit with any of
+#: them has the verdict ``invalid``. ``capped_undirected`` marks a point at the trivial level on
+#: an axis along which the rate card predicts no direction: it is kept in the fit (no exclusion)
+#: and bars the verdict ``consistent`` (``RateFit.blockers``).
 EXCLUSION_CODES = ("", "few_seeds", "capped", "capped_by_theory", "floor", "nonpositive",
-                   "blowup", "collapse")
+                   "blowup", "collapse", "capped_undirected")
 #: Codes that invalidate a fit (see the module docstring).
 FAILURE_CODES = ("blowup", "collapse", "nonpositive")
 #: Codes that are legitimate exclusions of a point.
 CAP_CODES = ("capped", "capped_by_theory")
+#: A capped point is a *jump* (a blow-up, not the capped regime) when its mean exceeds this
+#: factor times the upper end of the bootstrap interval of the other points' power law extended
+#: to it. The capped regime bends the curve *below* that law (the excess saturates at the trivial
+#: level), so a genuine cap is called a jump only when the interval misses the law on the low
+#: side by more than this factor (probability < 2.5 % at the 95 % level; docs/analysis.md).
+JUMP_FACTOR = 2.0
 
 VERDICTS = ("consistent", "faster", "slower", "inconclusive", "invalid")
 VERDICT_TEXT = {
@@ -113,8 +125,9 @@ class RateFit:
     variable: str = "excess_risk"    # the cube variable fitted (see fit_rates)
     resolution: float = math.nan     # tolerance + CI half-width: the smallest detectable error
     failures: list[str] = field(default_factory=list)  # blow-ups, collapses, non-positive means
-    cap_end: str = "low"             # the end of the axis where capped points may be excluded
+    cap_end: str = "low"             # the end where capped points may be excluded ("": none)
     card_exponent: float = math.nan  # the rate card's leading exponent along the axis
+    blockers: list[str] = field(default_factory=list)  # kept points that bar "consistent"
     oracle_kind: str = ""            # "exact", "upper_bound", "heuristic" or "" (Algorithm.oracle_kind)
 
     @property
@@ -200,7 +213,8 @@ def slope_ci(x: Sequence[float], samples: Sequence[np.ndarray], *, level: float 
 
 def verdict(slope: float, slope_low: float, slope_high: float, predicted: float, *,
             n_used: int, n_points: int, tolerance: float = DEFAULT_TOLERANCE,
-            failures: Sequence[str] = (), seeds: int | None = None) -> tuple[str, str, float]:
+            failures: Sequence[str] = (), seeds: int | None = None,
+            blockers: Sequence[str] = ()) -> tuple[str, str, float]:
     """Verdict of a slope against a prediction: an equivalence rule with stated error rates.
 
     With the band B = [predicted − τ, predicted + τ] (τ = ``tolerance``) and the bootstrap CI
@@ -211,7 +225,9 @@ def verdict(slope: float, slope_low: float, slope_high: float, predicted: float,
     * *inconclusive* otherwise (the CI straddles an edge of B), or when fewer than ``MIN_POINTS``
       points or fewer than half of the points are kept; the reason says what would decide it;
     * *invalid* when ``failures`` is not empty (a blow-up, a collapse to the floor or a
-      non-positive mean inside the informative range: :func:`classify_points`).
+      non-positive mean inside the informative range: :func:`classify_points`);
+    * never *consistent* while ``blockers`` is not empty (kept points at the trivial level on an
+      axis where theory gives the cap no direction): *inconclusive* instead, saying why.
 
     Error rates (docs/analysis.md, "Verdicts"): if the CI covers the true finite-range slope s with
     probability c (the CI's level), then P(consistent | s outside B) ≤ (1 − c)/2 and
@@ -238,6 +254,8 @@ def verdict(slope: float, slope_low: float, slope_high: float, predicted: float,
     ci = f"CI [{slope_low:.2f}, {slope_high:.2f}]"
     band = f"{predicted:.2f} ± {tolerance:.2g}"
     if lo_b <= slope_low and slope_high <= hi_b:
+        if blockers:
+            return "inconclusive", f"{ci} inside {band}, but " + "; ".join(blockers), resolution
         return "consistent", f"{ci} inside {band}; resolution ±{resolution:.2f}", resolution
     if slope_high < lo_b:
         return "faster", f"{ci} below {band}", resolution
@@ -345,16 +363,20 @@ def fit_curve(experiment: str, algorithm: str, problem: str, axis: str, fixed: d
             raw.append(("nonpositive", "mean ≤ 0"))
         else:
             raw.append(("", ""))
-    cap_end = _cap_end(bound, means)
+    cap_end = _cap_end(bound)
     codes, reasons = classify_points(raw, cap_end, positive_predicted=card is not None,
-                                     axis=axis, x=x)
-    used = [i for i, r in enumerate(reasons) if r == ""]
-    failures = [reasons[i] for i, c in enumerate(codes)
-                if c in ("blowup", "collapse") or (c == "nonpositive" and card is not None)]
+                                     axis=axis, x=x, larger_end=_larger_end(means))
     a = (1 - level) / 2
     orc_samples = _oracle_samples(oracle, samples)
     boot_all, boot_orc = bootstrap_means([s if s.size else np.array([math.nan]) for s in samples],
                                          n_resamples, rng, paired=orc_samples)
+    codes, reasons = _jumps(codes, reasons, xs, means, boot_all, 1 - a, axis)
+    used = [i for i, r in enumerate(reasons) if r == ""]
+    failures = [reasons[i] for i, c in enumerate(codes)
+                if c in ("blowup", "collapse") or (c == "nonpositive" and card is not None)]
+    blockers = [f"{axis}={x[i]:g} is at the trivial level and the rate card gives the cap no "
+                f"direction along {axis} (kept in the fit, not excluded)"
+                for i, c in enumerate(codes) if c == "capped_undirected"]
     mean_low = np.quantile(boot_all, a, axis=0)
     mean_high = np.quantile(boot_all, 1 - a, axis=0)
     slope = lo = hi = ratio = r_lo = r_hi = r_slope = math.nan
@@ -388,7 +410,7 @@ def fit_curve(experiment: str, algorithm: str, problem: str, axis: str, fixed: d
     done = [int(s.size) for s in samples if s.size]
     v, why, resolution = verdict(slope, lo, hi, predicted, n_used=len(used), n_points=len(x),
                                  tolerance=tolerance, failures=failures,
-                                 seeds=min(done) if done else None)
+                                 seeds=min(done) if done else None, blockers=blockers)
     if missing:
         why += f"; incomplete sweep: {len(missing)} cell(s) missing"
     return RateFit(
@@ -406,7 +428,8 @@ def fit_curve(experiment: str, algorithm: str, problem: str, axis: str, fixed: d
         missing=list(missing or []), exclusion=codes, oracle=orc.tolist(),
         oracle_ratio=oracle_ratio, oracle_ratio_low=o_lo, oracle_ratio_high=o_hi,
         resolution=resolution, failures=failures, cap_end=cap_end,
-        card_exponent=(float(card.exponents.get(axis, math.nan)) if card else math.nan))
+        card_exponent=(float(card.exponents.get(axis, math.nan)) if card else math.nan),
+        blockers=blockers)
 
 
 def sweep_axes(ds: xr.Dataset) -> list[str]:
@@ -415,22 +438,62 @@ def sweep_axes(ds: xr.Dataset) -> list[str]:
             if d not in ("algorithm", "problem", "seed") and ds.sizes[d] >= 2]
 
 
-def _cap_end(bound: np.ndarray, means: np.ndarray) -> str:
+def _cap_end(bound: np.ndarray) -> str:
     """The end of the axis where the capped regime may sit: where the rate card's bound is
-    larger ("low" or "high"); without a usable card (or a flat bound), where the mean is larger."""
+    larger ("low" or "high"); "" when the card gives no direction (no card, no usable bound along
+    the axis, or a flat one). The data never choose it: a curve that jumps to the trivial level
+    at its far end would otherwise choose that end itself (docs/analysis.md)."""
     ok = np.isfinite(bound) & (bound > 0)
     if ok.sum() >= 2:
         b = bound[ok]
         if not math.isclose(b[0], b[-1], rel_tol=1e-9):
             return "low" if b[0] > b[-1] else "high"
+    return ""
+
+
+def _larger_end(means: np.ndarray) -> str:
+    """The end of the axis where the mean is larger ("low" when undecided)."""
     pos = np.flatnonzero(np.isfinite(means) & (means > 0))
     if pos.size >= 2 and means[pos[0]] != means[pos[-1]]:
         return "low" if means[pos[0]] > means[pos[-1]] else "high"
     return "low"
 
 
+def _jumps(codes: list[str], reasons: list[str], xs: np.ndarray, means: np.ndarray,
+           boot: np.ndarray, upper: float, axis: str) -> tuple[list[str], list[str]]:
+    """Capped points (excluded at the cap end, or kept on an axis without a cap direction) whose
+    mean exceeds :data:`JUMP_FACTOR` × the ``upper`` bootstrap quantile of the power law fitted
+    to the other informative points, extended to them, become blow-ups: the curve jumped to the
+    trivial level where its own law puts it far below (the capped regime bends it below the
+    law, never above)."""
+    base = [i for i, c in enumerate(codes) if c == "" and means[i] > 0]
+    capped = [i for i, c in enumerate(codes)
+              if c in (*CAP_CODES, "capped_undirected") and means[i] > 0]
+    if len(base) < 2 or not capped:
+        return codes, reasons
+    logx = np.log(xs[base])
+    sub = boot[:, base]
+    ok = np.all(sub > 0, axis=1)
+    if not ok.any():
+        return codes, reasons
+    logm = np.log(sub[ok])
+    slopes = _ols_slopes(logx, logm)
+    centre, level = logx.mean(), logm.mean(axis=1)
+    codes, reasons = list(codes), list(reasons)
+    for i in capped:
+        top = float(np.quantile(np.exp(level + slopes * (math.log(xs[i]) - centre)), upper))
+        if means[i] > JUMP_FACTOR * top:
+            codes[i] = "blowup"
+            reasons[i] = (f"jump to the trivial level at {axis}={xs[i]:g}: mean {means[i]:.3g} "
+                          f"is {means[i] / top:.3g}× the upper {upper:.1%} bound {top:.3g} of "
+                          "the other points' power law extended there (a capped regime stays "
+                          "below it)")
+    return codes, reasons
+
+
 def classify_points(raw: Sequence[tuple[str, str]], cap_end: str, *, positive_predicted: bool,
-                    axis: str = "x", x: Sequence[float] | None = None) -> tuple[list[str], list[str]]:
+                    axis: str = "x", x: Sequence[float] | None = None,
+                    larger_end: str = "low") -> tuple[list[str], list[str]]:
     """Final exclusion codes and reasons from per-point candidates (code, reason).
 
     Capped points (``capped``, ``capped_by_theory``) are excluded only as one contiguous run from
@@ -438,13 +501,21 @@ def classify_points(raw: Sequence[tuple[str, str]], cap_end: str, *, positive_pr
     with too few seeds neither break nor extend a run). A capped point past the first informative
     point is a ``blowup``, a floor point before the last informative one a ``collapse``, and a
     non-positive mean is a failure (``nonpositive``) when theory predicts a positive rate
-    (``positive_predicted``); otherwise it is excluded.
+    (``positive_predicted``); otherwise it is excluded. With ``cap_end == ""`` (no direction
+    from theory) no point is excluded as capped: each becomes ``capped_undirected``, kept in the
+    fit and barring a ``consistent`` verdict, and floors are taken from the end opposite
+    ``larger_end`` (the end where the mean is larger).
     """
     k = len(raw)
-    order = list(range(k)) if cap_end == "low" else list(range(k - 1, -1, -1))
     codes = [c for c, _ in raw]
     reasons = [r for _, r in raw]
     where = (lambda i: f"{axis}={x[i]:g}") if x is not None else (lambda i: f"point {i}")
+    if not cap_end:
+        for i, c in enumerate(codes):
+            if c in CAP_CODES:
+                codes[i], reasons[i] = "capped_undirected", ""
+        cap_end = larger_end
+    order = list(range(k)) if cap_end == "low" else list(range(k - 1, -1, -1))
     seen_informative = False
     for i in order:
         c = codes[i]
