@@ -64,6 +64,14 @@ class ExpMech(Algorithm):
                                 "(rwm) or 0.3 (mala)"),
     }
 
+    def calibrated(self, problem: Problem, *, n: int, p: int, epsilon: float,
+                    delta: float) -> dict[str, float]:
+        """``k`` = ε/(2L‖C‖), the temperature on the sum loss, and ``beta`` = n·k on the average
+        loss (:func:`expmech_temperature`)."""
+        k = expmech_temperature(epsilon, float(problem.lipschitz),
+                                float(problem.constraint.diameter))
+        return {"k": k, "beta": n * k}
+
     def cost(self, n: int, p: int) -> float:
         """Exact ~ n·p (one pass over the data); MCMC ~ steps·n·p (default steps at ε = 1)."""
         if self.sampler == "exact":

@@ -188,6 +188,13 @@ class Gibbs(Algorithm):
         return None
 
     # --- calibration --------------------------------------------------------------------------
+    def calibrated(self, problem: Problem, *, n: int, p: int, epsilon: float,
+                    delta: float) -> dict[str, float]:
+        """``beta`` (the Gibbs law exp(−β·𝓛̄)'s inverse temperature) and ``lambda_r`` (the A8
+        ridge, 0 without it), as :meth:`calibrate` gives them to :meth:`run`."""
+        cal = self.calibrate(problem, n, p, epsilon, delta)
+        return {"beta": float(cal["beta"]), "lambda_r": float(cal["lambda_r"])}
+
     def calibrate(self, problem: Problem, n: int, p: int, epsilon: float, delta: float
                   ) -> dict[str, Any]:
         """β and everything the ledger records, from public quantities only."""

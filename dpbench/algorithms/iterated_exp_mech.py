@@ -41,7 +41,8 @@ from ..privacy.ledger import Charge, PrivacyLedger
 from .exp_mech import expmech_temperature
 from .gibbs import has_exact_expmech, mcmc_theorem_note
 
-__all__ = ["IteratedExpMech", "iteration_count", "round_epsilons", "round_radius", "C_TAIL"]
+__all__ = ["IteratedExpMech", "iteration_count", "round_epsilons", "round_radius", "schedule",
+           "C_TAIL"]
 
 #: c = 8 ln 2 of Lemma 4.3 ([derived], docs/langevin.md Errata 13).
 C_TAIL = 8.0 * math.log(2.0)
@@ -68,6 +69,20 @@ def round_radius(target: str, L: float, m: float, p: int, n: int, eps_i: float,
     if target == "sco":
         r += 2.0 * L / m * math.sqrt(2.0 * math.log(2.0 * math.e ** 2 * n ** 3) / n)
     return r
+
+
+def schedule(target: str, L: float, m: float, p: int, n: int, epsilon: float,
+             diameter: float) -> list[dict[str, float]]:
+    """Algorithm 1's public schedule: per round i = 1..k its ε_i, the diameter bound D_{i−1} of
+    the region it samples (D_0 = diam C, D_i = min(D_{i−1}, 2r_i)), its temperature
+    k_i = ε_i/(2L·D_{i−1}) on the sum loss and the radius r_i of the next ball."""
+    out, D = [], diameter
+    for eps_i in round_epsilons(epsilon, iteration_count(epsilon, n, p)):
+        r_i = round_radius(target, L, m, p, n, eps_i, D)
+        out.append({"epsilon": eps_i, "diameter": D, "k": expmech_temperature(eps_i, L, D),
+                    "radius": r_i})
+        D = min(D, 2.0 * r_i)
+    return out
 
 
 class IteratedExpMech(Algorithm):
@@ -115,6 +130,17 @@ class IteratedExpMech(Algorithm):
             citation="GTU Thm 4.2: O(L²(p² + p log n)/(mε²n²))",
             regime="εn ≫ p + log n (experiment E3); log factors bend the n-slope slightly",
             notes="Delta is the per-example strong convexity m.")
+
+    def calibrated(self, problem: Problem, *, n: int, p: int, epsilon: float,
+                    delta: float) -> dict[str, float]:
+        """Algorithm 1's public schedule (:func:`schedule`): ``rounds`` k, the last round's
+        inverse temperature on the average loss ``final_beta`` = n·ε_k/(2L·D_{k−1}) and the
+        diameter ``final_diameter`` D_{k−1} of the region it samples."""
+        plan = schedule(self.target, float(problem.lipschitz), float(problem.strong_convexity),
+                        p, n, epsilon, float(problem.constraint.diameter))
+        last = plan[-1]
+        return {"rounds": float(len(plan)), "final_beta": n * last["k"],
+                "final_diameter": last["diameter"]}
 
     def cost(self, n: int, p: int) -> float:
         k = iteration_count(1.0, n, p)

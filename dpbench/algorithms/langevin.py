@@ -345,6 +345,13 @@ class Langevin(Algorithm):
                      float(problem.strong_convexity), float(problem.smoothness), n, p,
                      float(epsilon), float(delta))
 
+    def calibrated(self, problem: Problem, *, n: int, p: int, epsilon: float,
+                    delta: float) -> dict[str, float]:
+        """The plan's ``beta`` (inverse temperature), ``t`` (diffusion time), ``eta`` (step)
+        and ``steps`` T (:meth:`plan`, as :meth:`run` uses it)."""
+        plan = self.plan(problem, n, p, epsilon, delta)
+        return {"beta": plan.beta, "t": plan.t, "eta": plan.eta, "steps": float(plan.steps)}
+
     def cost(self, n: int, p: int) -> float:
         """≈ n·p·T with T ≈ horizon·eM/(2mh)·Λ (Λ ≈ 35 at the usual grid points)."""
         steps = self.horizon * math.e / (2.0 * self.h) * 35.0

@@ -93,6 +93,12 @@ class OutputPerturbation(Algorithm):
             return "heuristic"
         return "upper_bound" if closed_form == "lb_quad" else ""
 
+    def calibrated(self, problem: Problem, *, n: int, p: int, epsilon: float,
+                   delta: float) -> dict[str, float]:
+        """``noise_scale``: the Gamma-norm noise's scale, sensitivity/ε, as :meth:`run` uses it."""
+        sens = self.sensitivity(n, float(problem.lipschitz), float(problem.strong_convexity))
+        return {"noise_scale": sens / epsilon}
+
     def sensitivity(self, n: int, L: float, Delta: float) -> float:
         """Replace-one sensitivity of the released minimiser, inexact solver included."""
         return 2.0 * L / (n * Delta) + 2.0 * math.sqrt(2.0 * self.solver_gap / Delta)

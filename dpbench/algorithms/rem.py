@@ -161,6 +161,19 @@ class REM(Algorithm):
         return theory_parameters(g_s, mu_s, p, float(problem.constraint.diameter),
                                  tv_budget(epsilon, delta), c_eta=self.c_eta, c_t=self.C_T)
 
+    def calibrated(self, problem: Problem, *, n: int, p: int, epsilon: float,
+                    delta: float) -> dict[str, float]:
+        """``k`` and ``mu`` of the law exp(−kF − kμ‖θ − c‖²/2), ``gdp_mu`` γ (its GDP
+        parameter) and, for the alternating sampler, ``steps`` (the steps run: ``steps_scale`` ×
+        the theory T) and ``steps_theory`` — as :meth:`calibrate` and :meth:`plan` give them to
+        :meth:`run`."""
+        cal = self.calibrate(n, p, problem, epsilon, delta)
+        out = {"k": float(cal.k), "mu": float(cal.mu), "gdp_mu": float(cal.gamma)}
+        if self.sampler == "alternating":
+            plan = self.plan(cal, problem, p, epsilon, delta)
+            out.update(steps=float(self.steps(plan)), steps_theory=float(plan.steps_theory))
+        return out
+
     def steps(self, plan: SamplerPlan) -> int:
         return max(1, math.ceil(self.steps_scale * plan.steps_theory))
 

@@ -1,5 +1,12 @@
 """Rate analysis: empirical slopes against rate cards, comparisons, and consistency checks."""
 
+#: The version of the rules that turn a cube into verdicts (exclusions, bands, derived exponents,
+#: the equivalence rule). A report records it (``built_with``), and a committed report built
+#: under another version is stale (tests/unit/test_committed_reports.py). 2: caps excluded only at
+#: the end the rate card predicts and only where the curve's own law reaches them (jumps are
+#: blow-ups); derived expected exponents.
+ANALYSIS_VERSION = 2
+
 from .compare import (
                       CollapseCheck,
                       Comparison,
@@ -27,7 +34,7 @@ from .rates import (
 )
 
 __all__ = [
-    "DEFAULT_TOLERANCE", "EXCLUSION_CODES", "VERDICTS", "VERDICT_TEXT", "CollapseCheck", "Comparison", "Crossover",
+    "ANALYSIS_VERSION", "DEFAULT_TOLERANCE", "EXCLUSION_CODES", "VERDICTS", "VERDICT_TEXT", "CollapseCheck", "Comparison", "Crossover",
     "EpsilonConvergence", "ExpectationCheck", "OUTCOMES", "RateFit", "check_expectations", "collapse_check", "crossovers", "epsilon_convergence",
     "fit_curve", "fit_rates", "fits_frame", "holm", "paired_comparisons", "slope_ci",
     "sweep_axes", "verdict",

@@ -14,6 +14,12 @@ matching curve, by the equivalence rule of :func:`dpbench.analysis.verdict`
 * ``inconclusive`` otherwise, with what would decide it (seeds or grid points);
 * ``missing`` when no fitted curve matches (every cell not applicable, say).
 
+An expectation with ``derived:`` (docs/analysis.md, "Derived exponents") centres its band on a
+slope computed, not typed: the least-squares log-log slope, over the fit's kept points, of the
+product of the mechanism's calibration quantities (recorded in the store when it was prepared,
+:mod:`dpbench.config.theory`), grid axes and the closed-form oracle it names; the paper's
+exponent stays in ``slope`` and both are shown.
+
 Tolerances come from theory, not from the row: 0.1 by default; ``tolerance: card`` derives the
 band from the algorithm's rate card (the spread of the full bound's local slope over the kept
 points: log factors and two-term crossovers); a hand-set tolerance above 0.1 must carry a
@@ -30,8 +36,8 @@ from typing import Any
 
 import numpy as np
 
-from ..config.suite import CARD_TOLERANCE, Expectation
-from .rates import DEFAULT_TOLERANCE, MIN_POINTS, RateFit, verdict
+from ..config.suite import CARD_TOLERANCE, DERIVED_ORACLE, Expectation
+from .rates import DEFAULT_TOLERANCE, MIN_POINTS, RateFit, _ols_slopes, verdict
 
 OUTCOMES = ("agrees", "disagrees", "inconclusive", "missing")
 _OUTCOME_OF_VERDICT = {"consistent": "agrees", "faster": "disagrees", "slower": "disagrees",
@@ -62,6 +68,7 @@ class ExpectationCheck:
     level_outcome: str = ""           # "", "agrees", "disagrees", "inconclusive", "reported"
     level_tolerance: float = math.nan
     excluded: tuple[str, ...] = ()    # reasons of the excluded points, for the report
+    derived: float = math.nan         # the derived exponent the band is centred on (derived:)
 
     @property
     def deviation(self) -> float:
@@ -135,7 +142,57 @@ def level_check(fit: RateFit, tolerance: float) -> tuple[str, str]:
     return "inconclusive", f"{ci} straddles {band}"
 
 
-def _tolerance(fit: RateFit, exp: Expectation) -> tuple[float, float, str] | None:
+def _key(point: Mapping[str, Any]) -> tuple[tuple[str, Any], ...]:
+    return tuple(sorted((str(k), float(v) if isinstance(v, (int, float)) else str(v))
+                        for k, v in point.items()))
+
+
+def derived_slope(fit: RateFit, exp: Expectation, record: Mapping[str, Any] | None
+                  ) -> tuple[float, str]:
+    """The exponent ``exp.derived`` predicts along the fit: Σ a·(least-squares log-log slope of
+    q over the kept points) over {q: a}, with q's values at those points from the ``record``
+    (calibration quantities), the grid (an axis: slope 1 along itself, 0 along another) or the
+    fit's closed-form oracle. Returns (slope, text); (NaN, why) when it cannot be computed."""
+    used = fit.used
+    xs = np.asarray(fit.x, dtype=float)[used]
+    if xs.size < 2:
+        return math.nan, "derived exponent: fewer than 2 kept points to derive it over"
+    logx = np.log(xs)
+    if record is not None and record.get("error"):
+        return math.nan, f"derived exponent: {record['error']}"
+    lookup = {_key(pt.get("at", {})): pt.get("values", {})
+              for pt in (record or {}).get("points", []) if isinstance(pt, Mapping)}
+    total, parts = 0.0, []
+    for q, power in exp.derived.items():
+        if q == fit.axis:
+            slope = 1.0
+        elif q in fit.fixed:
+            slope = 0.0
+        else:
+            if q == DERIVED_ORACLE:
+                vals = np.asarray(fit.oracle, dtype=float)[used] if fit.oracle else np.empty(0)
+            elif record is None:
+                return math.nan, ("derived exponent: the store holds no derivation record: run "
+                                  "`dpbench run` on it again to record its theory (nothing is "
+                                  "recomputed)")
+            else:
+                vals = np.asarray([lookup.get(_key({**fit.fixed, fit.axis: x}), {}).get(
+                    q, math.nan) for x in xs], dtype=float)
+            if vals.size != xs.size or not np.all(np.isfinite(vals) & (vals > 0)):
+                return math.nan, f"derived exponent: no positive value of {q} at every kept point"
+            slope = float(_ols_slopes(logx, np.log(vals)))
+        total += power * slope
+        parts.append(f"{power:g}×{slope:+.3f} ({q})")
+    text = (f"derived: {' + '.join(parts)} = {total:+.3f} over {fit.axis} ∈ "
+            f"[{xs.min():g}, {xs.max():g}] (paper {exp.slope:+g})")
+    return total, text
+
+
+def _tolerance(fit: RateFit, exp: Expectation, record: Mapping[str, Any] | None = None,
+               ) -> tuple[float, float, str] | None:
+    if exp.derived:
+        centre, text = derived_slope(fit, exp, record)
+        return centre, float(exp.tolerance), text
     if exp.tolerance == CARD_TOLERANCE:
         return card_band(fit, exp.slope)
     if exp.tolerance <= DEFAULT_TOLERANCE:
@@ -156,6 +213,7 @@ def check_expectations(fits: Sequence[RateFit], expectations: Iterable[Expectati
     out: list[ExpectationCheck] = []
     for raw in expectations:
         exp = raw if isinstance(raw, Expectation) else Expectation.from_dict(raw)
+        record = raw.get("derivation") if isinstance(raw, Mapping) else None
         matched = [f for f in fits if _matches(f, exp)]
         if not matched:
             out.append(ExpectationCheck(exp, experiment, dict(exp.at), math.nan, math.nan,
@@ -166,7 +224,7 @@ def check_expectations(fits: Sequence[RateFit], expectations: Iterable[Expectati
         for f in matched:
             used = int(f.used.sum())
             excluded = tuple(f"{f.axis}={x:g}: {r}" for x, r in zip(f.x, f.excluded) if r)
-            band = _tolerance(f, exp)
+            band = _tolerance(f, exp, record)
             # A declared rate is a positive power law: a non-positive mean is a failure here even
             # where the fit had no card to predict it.
             failures = list(f.failures) + [r for c, r in zip(f.exclusion, f.excluded)
@@ -178,7 +236,8 @@ def check_expectations(fits: Sequence[RateFit], expectations: Iterable[Expectati
                 need = max(MIN_POINTS, math.ceil(len(f.x) / 2))
                 if failures or (math.isfinite(f.card_exponent) and used < need):
                     v, reason, _ = verdict(f.slope, f.slope_low, f.slope_high, exp.slope,
-                                           n_used=used, n_points=len(f.x), failures=failures)
+                                           n_used=used, n_points=len(f.x), failures=failures,
+                                           blockers=f.blockers)
                     outcome = _OUTCOME_OF_VERDICT[v]
                 else:
                     outcome = "inconclusive"
@@ -188,10 +247,17 @@ def check_expectations(fits: Sequence[RateFit], expectations: Iterable[Expectati
                     f.slope_high, used, len(f.x), outcome, reason, excluded=excluded))
                 continue
             centre, tol, source = band
+            if exp.derived and not math.isfinite(centre) and not failures:
+                out.append(ExpectationCheck(
+                    exp, f.experiment or experiment, dict(f.fixed), f.slope, f.slope_low,
+                    f.slope_high, used, len(f.x), "inconclusive", source, tolerance=tol,
+                    tolerance_source=source, excluded=excluded))
+                continue
             done = [s for s in f.n_seeds if s]
             v, reason, resolution = verdict(f.slope, f.slope_low, f.slope_high, centre,
                                             n_used=used, n_points=len(f.x), tolerance=tol,
-                                            failures=failures, seeds=min(done) if done else None)
+                                            failures=failures, seeds=min(done) if done else None,
+                                            blockers=f.blockers)
             outcome = _OUTCOME_OF_VERDICT[v]
             lv, lreason = level_check(f, exp.level_tolerance)
             if lv:
@@ -204,7 +270,8 @@ def check_expectations(fits: Sequence[RateFit], expectations: Iterable[Expectati
                 used, len(f.x), outcome, reason, centre=centre, tolerance=tol,
                 tolerance_source=source, resolution=resolution, level=f.oracle_ratio,
                 level_low=f.oracle_ratio_low, level_high=f.oracle_ratio_high, level_outcome=lv,
-                level_tolerance=exp.level_tolerance, excluded=excluded))
+                level_tolerance=exp.level_tolerance, excluded=excluded,
+                derived=centre if exp.derived else math.nan))
     return out
 
 

@@ -178,9 +178,11 @@ def _add_commands(sub: Any) -> None:
 
 def _cmd_run(args: argparse.Namespace) -> int:
     from ..config.suite import load_suite
+    from ..config.theory import check_derived
     from ..engine.runner import run_suite
 
     suite = load_suite(args.suite)
+    check_derived(suite)
     selection = _selection(args)
     _check_report_dir(args.report)
     if args.restart and not _restart_confirmed(args.store, suite):
@@ -236,8 +238,10 @@ def _restart_confirmed(store: str, suite: Any) -> bool:
 
 def _cmd_validate(args: argparse.Namespace) -> int:
     from ..config.suite import load_suite
+    from ..config.theory import check_derived
 
     suite = load_suite(args.suite)
+    check_derived(suite)
     print(f"{args.suite}: OK — suite {suite.name!r}, {len(suite.experiments)} experiment(s), "
           f"{suite.n_cells} cells")
     if suite.experiments:
@@ -493,7 +497,8 @@ def _cmd_check(args: argparse.Namespace) -> int:
         e = c.expectation
         axis = e.axis if e.variable == "excess_risk" else f"{e.axis} ({e.variable})"
         print(f"\n{c.outcome:<12} {e.id}  [{c.experiment}] {e.algorithm} on {e.problem}, "
-              f"slope in {axis} ({fixed_text(c.fixed)}), expected {e.slope:+.2f}")
+              f"slope in {axis} ({fixed_text(c.fixed)}), expected {e.slope:+.2f}"
+              + (f" (paper), derived {c.derived:+.2f}" if math.isfinite(c.derived) else ""))
         if math.isfinite(c.tolerance):
             print(f"{'':13}fitted {estimate_text(c.slope, c.slope_low, c.slope_high)}; band "
                   f"{c.centre:+.2f} ± {c.tolerance:.2f} ({c.tolerance_source}); resolution "

@@ -97,7 +97,9 @@ MAX_CELLS = 1_000_000
 MAX_CELLS_HARD = 1_000_000_000
 _EXP_KEYS = ("name", "description", "seeds", "problems", "algorithms", "grid", "expect")
 _EXPECT_KEYS = ("id", "algorithm", "problem", "axis", "slope", "tolerance", "tolerance_reason",
-                "level_tolerance", "level_reason", "at", "source", "variable")
+                "level_tolerance", "level_reason", "at", "source", "variable", "derived")
+#: ``derived:`` may name the closed-form oracle (the cube's ``oracle_excess_risk``) as a factor.
+DERIVED_ORACLE = "oracle"
 #: ``tolerance: card``: the band is derived from the algorithm's rate card (docs/analysis.md).
 CARD_TOLERANCE = "card"
 #: Tolerances above these need a written reason (``tolerance_reason`` / ``level_reason``).
@@ -145,6 +147,15 @@ class Expectation:
     ``population_excess_risk`` for DP-SCO rates, ``func_queries`` / ``grad_queries`` for query
     complexity). Expectations do not change what is computed, so editing them never invalidates a
     store.
+
+    ``derived`` (docs/analysis.md, "Derived exponents"): when a quantity the paper treats as a
+    power law varies otherwise on the grid (an accountant's noise multiplier, an inverse
+    temperature, a number of steps), the expected exponent is computed, not typed: the
+    expectation is ∏ q^a over the mapping {q: a}, q a public quantity of the mechanism's
+    calibration (:meth:`dpbench.core.algorithm.Algorithm.calibrated`), a grid axis (its value)
+    or ``oracle`` (the closed-form oracle's mean), and the band is centred on the least-squares
+    log-log slope of that product over the fit's kept points. ``slope`` stays the paper's
+    exponent, shown beside the derived one.
     """
 
     id: str
@@ -159,13 +170,17 @@ class Expectation:
     tolerance_reason: str = ""
     level_tolerance: float = DEFAULT_LEVEL_TOLERANCE
     level_reason: str = ""
+    derived: dict[str, float] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"id": self.id, "algorithm": self.algorithm, "problem": self.problem,
-                "axis": self.axis, "slope": self.slope, "tolerance": self.tolerance,
-                "at": dict(self.at), "source": self.source, "variable": self.variable,
-                "tolerance_reason": self.tolerance_reason,
-                "level_tolerance": self.level_tolerance, "level_reason": self.level_reason}
+        out = {"id": self.id, "algorithm": self.algorithm, "problem": self.problem,
+               "axis": self.axis, "slope": self.slope, "tolerance": self.tolerance,
+               "at": dict(self.at), "source": self.source, "variable": self.variable,
+               "tolerance_reason": self.tolerance_reason,
+               "level_tolerance": self.level_tolerance, "level_reason": self.level_reason}
+        if self.derived:
+            out["derived"] = dict(self.derived)
+        return out
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> Expectation:
@@ -176,7 +191,8 @@ class Expectation:
                    str(d.get("variable", DEFAULT_EXPECT_VARIABLE)),
                    str(d.get("tolerance_reason", "")),
                    float(d.get("level_tolerance", DEFAULT_LEVEL_TOLERANCE)),
-                   str(d.get("level_reason", "")))
+                   str(d.get("level_reason", "")),
+                   {str(k): float(v) for k, v in (d.get("derived") or {}).items()})
 
 
 #: Readable aliases: an experiment's problems and algorithm variants.
@@ -473,6 +489,7 @@ def _expectations(errs: Errors, path: str, raw: Any, algorithms: list[str],
             errs.add(f"{where}.variable", f"{variable!r} is not a float variable of the cube"
                      f"{did_you_mean(str(variable), allowed_vars)}; allowed: "
                      f"{', '.join(allowed_vars)}")
+        derived = _derived(errs, f"{where}.derived", entry.get("derived"), tol, variable)
         at = entry.get("at") or {}
         if not isinstance(at, dict):
             errs.add(f"{where}.at", f"must be a mapping of axis names to grid values, got {at!r}")
@@ -485,12 +502,45 @@ def _expectations(errs: Errors, path: str, raw: Any, algorithms: list[str],
                 errs.add(f"{where}.at.{k}", f"{v!r} is not a grid value; allowed: {grid[k]}")
         if len(errs.items) > n_before:
             continue
+        if any(e.id == str(entry["id"]) for e in out):
+            errs.add(f"{where}.id", f"duplicate expected-rate id {entry['id']!r} in this "
+                     "experiment (each row needs its own id)")
+            continue
         out.append(Expectation(str(entry["id"]), entry["algorithm"], entry["problem"], axis,
                                float(entry["slope"]),
                                tol if tol == CARD_TOLERANCE else float(tol), dict(at),
                                str(entry.get("source", "")), str(variable),
                                str(entry.get("tolerance_reason") or ""), float(ltol),
-                               str(entry.get("level_reason") or "")))
+                               str(entry.get("level_reason") or ""), derived))
+    return out
+
+
+def _derived(errs: Errors, where: str, raw: Any, tolerance: Any, variable: Any
+             ) -> dict[str, float]:
+    """Validate an expectation's ``derived:`` mapping {quantity: power} (Expectation docstring).
+    Which names the mechanism's calibration provides is checked when the store is prepared."""
+    if raw is None:
+        return {}
+    if not isinstance(raw, dict) or not raw:
+        errs.add(where, "must be a non-empty mapping {quantity: power}: a quantity of the "
+                 "mechanism's calibration (e.g. noise_multiplier, beta, steps), a grid axis, or "
+                 f"{DERIVED_ORACLE!r}; e.g. {{noise_multiplier: 2}}")
+        return {}
+    out: dict[str, float] = {}
+    for key, power in raw.items():
+        if not (isinstance(key, str) and re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]{0,63}", key)):
+            errs.add(f"{where}.{key}", "must be an identifier (a calibration quantity, a grid "
+                     f"axis or {DERIVED_ORACLE!r})")
+        elif not (is_real(power) and math.isfinite(power) and power != 0):
+            errs.add(f"{where}.{key}", f"must be a finite non-zero power, got {power!r}")
+        else:
+            out[key] = float(power)
+    if tolerance == CARD_TOLERANCE:
+        errs.add(where, f"cannot be combined with tolerance: {CARD_TOLERANCE} (the band is "
+                 "centred on the derived slope; give a number as the tolerance)")
+    if DERIVED_ORACLE in out and variable != DEFAULT_EXPECT_VARIABLE:
+        errs.add(f"{where}.{DERIVED_ORACLE}", f"the closed-form oracle is of "
+                 f"{DEFAULT_EXPECT_VARIABLE} only; this expectation fits {variable!r}")
     return out
 
 

@@ -150,6 +150,19 @@ class Algorithm(Parametrized):
         """Rough work estimate of one run, in per-example gradient evaluations (for packing)."""
         return float(n * p)
 
+    def calibrated(self, problem: Problem, *, n: int, p: int, epsilon: float,
+                    delta: float) -> dict[str, float]:
+        """The public quantities this configuration calibrates at a grid point, by name (a noise
+        multiplier, an inverse temperature, a number of steps): computed from declared
+        constants, n, p, ε and δ only — no data — exactly as :meth:`run` computes them.
+
+        A suite's derived expected exponents (``derived:`` in ``expect:``, docs/analysis.md,
+        "Derived exponents") name these quantities, so an expectation follows the mechanism's
+        calibration when it changes. ``delta`` is the one the mechanism runs at (0 for a pure
+        ε-DP mechanism). Default: none.
+        """
+        return {}
+
     def not_applicable_reason(self, problem: Problem) -> str | None:
         """Why this configuration cannot run on ``problem``, or ``None`` when it can."""
         props = problem.properties()

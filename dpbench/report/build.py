@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import functools
 import itertools
+import json
 import re
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
@@ -44,6 +45,7 @@ from ..analysis import (
     paired_comparisons,
     sweep_axes,
 )
+from ..analysis import ANALYSIS_VERSION
 from ..analysis.expectations import summary_line
 from ..analysis.rates import MIN_POINTS
 from ..config.selection import Selection
@@ -551,9 +553,63 @@ def _environments(store: Store) -> list[dict[str, Any]]:
     return out
 
 
-def _provenance(store: Store, store_path: str | Path) -> dict[str, Any]:
+def built_with(store: Store, meta: dict[str, Any], selection: Selection | None = None,
+               ) -> dict[str, Any]:
+    """What a report was built with, machine-readable (rendered into both pages, read back by
+    :func:`read_built_with`): the analysis version, the suite's source and hash, and the version
+    of every mechanism and problem (by registered name) of the experiments and audits it shows
+    (of the ``selection``'s slice). A committed report whose record differs from the code is
+    stale."""
+    from ..audit.store import audit_names, group_path
+
+    algorithms: dict[str, str] = {}
+    problems: dict[str, str] = {}
+    groups = []
+    for name in _names(store, selection):
+        ds = _open_slice(store, name, selection)
+        shown = ({str(v) for v in ds.algorithm.values}, {str(v) for v in ds.problem.values})
+        groups.append((store.root[name].attrs, shown))
+    if not selection:
+        groups += [(store.root[group_path(name)].attrs, None) for name in audit_names(store)]
+    for attrs, shown in groups:
+        for label, info in (attrs.get("algorithms") or {}).items():
+            if shown is None or label in shown[0]:
+                algorithms[str(info.get("algorithm"))] = str(info.get("version"))
+        for label, info in (attrs.get("problems") or {}).items():
+            if shown is None or label in shown[1]:
+                problems[str(info.get("problem"))] = str(info.get("version"))
+    return {"analysis": ANALYSIS_VERSION, "suite_source": str(meta.get("suite_source", "")),
+            "suite_hash": str(meta.get("suite_hash", "")),
+            "algorithms": dict(sorted(algorithms.items())),
+            "problems": dict(sorted(problems.items()))}
+
+
+#: The marker of the built-with record in a report's pages (an HTML comment in both).
+BUILT_WITH_MARK = "dpbench-built-with:"
+
+
+def built_with_comment(record: dict[str, Any]) -> str:
+    """The record as one HTML comment line (valid in the HTML page and the Markdown summary)."""
+    text = json.dumps(record, sort_keys=True, ensure_ascii=True).replace("--", "-\u002d")
+    return f"<!-- {BUILT_WITH_MARK} {text} -->"
+
+
+def read_built_with(text: str) -> dict[str, Any] | None:
+    """The built-with record of a report page's text, or ``None`` when it has none."""
+    start = text.find(f"<!-- {BUILT_WITH_MARK} ")
+    if start < 0:
+        return None
+    end = text.find(" -->", start)
+    body = text[start + len(f"<!-- {BUILT_WITH_MARK} "):end]
+    record = json.loads(body)
+    return record if isinstance(record, dict) else None
+
+
+def _provenance(store: Store, store_path: str | Path, selection: Selection | None = None,
+                ) -> dict[str, Any]:
     meta = dict(store.root.attrs[ROOT_KEY])
     return {
+        "built_with": built_with(store, meta, selection),
         "suite_name": str(meta.get("suite_name", Path(store_path).stem)),
         "suite_source": str(meta.get("suite_source", "")),
         "suite_hash": str(meta.get("suite_hash", "")),
@@ -604,7 +660,8 @@ def environment() -> Environment:
                       undefined=StrictUndefined, trim_blocks=True, lstrip_blocks=True,
                       keep_trailing_newline=True)
     env.filters.update(num=num, slope=slope_text, estimate=estimate_text, expect_summary=summary_line,
-                       fixed=fixed_text, sym=axis_symbol, md=md_cell, duration=duration_text)
+                       fixed=fixed_text, sym=axis_symbol, md=md_cell, duration=duration_text,
+                       built_with=built_with_comment)
     return env
 
 
@@ -677,7 +734,7 @@ def report_context(store_path: str | Path, *, n_resamples: int = 2000,
     experiments = [experiment_section(store, name, n_resamples=n_resamples,
                                       allow_incomplete=allow_incomplete, selection=selection)
                    for name in names]
-    prov = _provenance(store, store_path)
+    prov = _provenance(store, store_path, selection)
     prov["slice"] = selection.describe() if selection else ""
     shared = {
         "prov": prov,

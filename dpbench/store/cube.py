@@ -285,7 +285,7 @@ class Store:
                 store._create_experiment(suite, exp)
             g = store.root[exp.name]
             g.attrs["expectations"], g.attrs["algorithms"] = refreshed_theory(
-                exp, g.attrs.get("algorithms", {}))
+                exp, g.attrs.get("algorithms", {}), g.attrs.get("expectations"))
         return store
 
     def _initialised(self, name: str) -> bool:

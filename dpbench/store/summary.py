@@ -121,7 +121,8 @@ def finished(path: str | Path, suite: Suite) -> list[list[Any]] | None:
         if info.get("schema") != SCHEMA_VERSION or \
                 info.get("fingerprint") != exp.fingerprint(suite.root_seed):
             return None
-        expectations, algorithms = refreshed_theory(exp, attrs.get("algorithms") or {})
+        expectations, algorithms = refreshed_theory(exp, attrs.get("algorithms") or {},
+                                                    attrs.get("expectations"))
         if _json(expectations) != attrs.get("expectations") or \
                 _json(algorithms) != attrs.get("algorithms"):
             return None

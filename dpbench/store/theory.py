@@ -41,13 +41,25 @@ def oracle_kinds(exp: Experiment) -> dict[str, dict[str, str]]:
 
 
 def refreshed_theory(exp: Experiment, algorithms: dict[str, Any],
+                     expectations: list[dict[str, Any]] | None = None,
                      ) -> tuple[list[dict[str, Any]], dict[str, Any]]:
-    """An experiment's expected rates, and its stored ``algorithms`` attributes with their rate
-    cards and oracle kinds brought up to date. These never change results (they are the theory
-    the analysis compares with), so every prepare refreshes them."""
+    """An experiment's expected rates (with the records of their derived exponents,
+    :mod:`dpbench.config.theory`; those unchanged in the stored ``expectations`` are reused), and
+    its stored ``algorithms`` attributes with their rate cards and oracle kinds brought up to
+    date. These never change results (they are the theory the analysis compares with), so every
+    prepare refreshes them."""
+    from ..config.theory import derivations
+
     algos = dict(algorithms)
     cards = rate_cards(exp)
     for label, kinds in oracle_kinds(exp).items():
         if label in algos:
             algos[label] = {**algos[label], "oracle_kinds": kinds, "rate_card": cards[label]}
-    return [e.to_dict() for e in exp.expectations], algos
+    derived = derivations(exp, expectations)
+    out = []
+    for e in exp.expectations:
+        d = e.to_dict()
+        if e.id in derived:
+            d["derivation"] = derived[e.id]
+        out.append(d)
+    return out, algos
