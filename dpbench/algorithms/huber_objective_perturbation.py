@@ -31,6 +31,8 @@ log(1 + β/Λ):
 ``h_rule="sqrt_n"`` uses h/√n (the best order, Thm A.1). The minimiser is exact: the derivative of
 the objective is continuous, nondecreasing and piecewise linear in θ, so its root is found by
 bisection over the sorted breakpoints (yᵢ ± h)/xᵢ and linear interpolation on the final segment.
+The breakpoints do not depend on b, so the audit's vectorised path runs that bisection for many b
+at once (:func:`minimise_huber_objective_batch`, bit for bit the one-row minimiser).
 """
 
 from __future__ import annotations

@@ -44,6 +44,13 @@ whose certified gap exceeds ``solver_gap`` raises ``SolverGapExceeded``. When β
 an isotropic quadratic (LB-Quad, LB-Lin), the minimiser is exact in closed form and no slice is
 spent.
 
+**Vectorised audit path** (:meth:`ObjectivePerturbation.run_batch`). Every row solves its own
+perturbed problem: in closed form when β = Δ, else (softplus-margin losses, e.g. logistic) by
+the Newton solver of :func:`_solve` run on all rows at once
+(:mod:`dpbench.numerics.solvers.perturbed_batch`), each row certified to the same gap
+≤ ``solver_gap`` that the approximate-minima noise is calibrated for, a row that misses it
+re-solved by :func:`_solve`. Other problems (FISTA over a one-point gradient oracle) are looped.
+
 Refuses non-smooth problems (β = ∞: hinge, 1-median, KINK-SC, HUB-1D) with ``NotApplicable``:
 the change-of-variables proof needs a twice-differentiable loss (docs/bst14.md, "Derived
 constants": objective perturbation is restricted to smooth losses).
@@ -281,7 +288,8 @@ class ObjectivePerturbation(Algorithm):
         linear terms b of all rows are drawn at once from :meth:`run`'s law, then every row's
         perturbed problem is solved (:func:`_solve_batch`), then, when the solve is iterative,
         all rows' approximate-minima noise is drawn at once. A closed-form solve (β = Δ) gives
-        each row exactly :meth:`run`'s θ for its b. An iterative solve (the logistic risk)
+        each row :meth:`run`'s θ for its b (up to the rounding of a norm computed row-wise): the
+        path is exact. An iterative solve (the logistic risk)
         runs :meth:`run`'s Newton solver on all rows at once, each row certified to the same
         Frank–Wolfe gap ≤ ``solver_gap`` (rows that miss it are re-solved by :meth:`run`'s
         solver, which raises ``SolverGapExceeded`` as :meth:`run` does): θ̂ may differ from
@@ -387,7 +395,7 @@ def _solve_batch(problem: Problem, data: Dataset, lam: float, lins: np.ndarray,
     """Row s: :func:`_solve` with ``lin = lins[s]``, for every row at once (needs
     :func:`_batch_solvable`).
 
-    Closed form: the same minimiser as :func:`_solve`. Softplus margin: the vectorised form of
+    Closed form: the same minimiser as :func:`_solve` (up to rounding). Softplus margin: the vectorised form of
     :func:`_solve`'s Newton solver (:func:`~dpbench.numerics.solvers.perturbed_batch.solve_perturbed_ball_batch`),
     every row certified to a Frank–Wolfe gap ≤ ``solver_gap``; a row that misses it is solved
     again by :func:`_solve` itself (which raises ``SolverGapExceeded`` when it misses too).

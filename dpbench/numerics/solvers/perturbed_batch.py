@@ -248,7 +248,7 @@ def solve_perturbed_ball_batch(obj: BatchObjective, size: int, p: int, radius: f
         todo = todo[(best.gap[todo] > tol) & ~inside]
     if todo.size:
         _tikhonov_path_rows(obj, todo, theta[todo], float(radius), tol, max_iter, best)
-    return best.theta, best.gap
+    return best.theta, np.maximum(best.gap, 0.0)
 
 
 def _tikhonov_path_rows(obj: BatchObjective, rows: np.ndarray, theta: np.ndarray, radius: float,
