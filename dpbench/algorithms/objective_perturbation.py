@@ -71,6 +71,7 @@ from ..core.problem import Dataset, Optimum, Problem
 from ..core.ratecard import RateCard
 from ..core.sets import Ball
 from ..core.tags import get_tags
+from ..core.time_limit import checkpoint
 from ..numerics.solvers.ball import SoftplusMargin
 from ..numerics.solvers.perturbed import (
     PerturbedObjective,
@@ -384,6 +385,10 @@ def _solve(problem: Problem, data: Dataset, lam: float, lin: np.ndarray,
     return opt
 
 
+#: Margins (rows × n) the batched Newton solver holds at once (each a few float64 temporaries).
+_BATCH_MARGINS = 1 << 21
+
+
 def _batch_solvable(problem: Problem, data: Dataset) -> bool:
     """Whether :func:`_solve_batch` can solve many perturbed problems on ``data`` at once."""
     return _closed_form(problem) or (get_tags(problem).softplus_margin is not None
@@ -411,8 +416,14 @@ def _solve_batch(problem: Problem, data: Dataset, lam: float, lins: np.ndarray,
         raise ValueError(f"_solve_batch: {problem.name!r} has no vectorised solver on this data "
                          "(check _batch_solvable first)")
     margin = SoftplusMargin(data.y[:, None] * data.X, ridge=ridge)
-    thetas, gaps = solve_perturbed_ball_batch(BatchSoftplusMargin(margin, lam, lins), size, p,
-                                              radius, tol=solver_gap)
-    for s in np.flatnonzero(~(gaps <= solver_gap)):
-        thetas[s] = _solve(problem, data, lam, lins[s], solver_gap).theta
+    thetas = np.empty((size, p))
+    chunk = max(1, _BATCH_MARGINS // data.n)  # rows per solve: bounds the (rows, n) margins
+    for start in range(0, size, chunk):
+        rows = slice(start, min(start + chunk, size))
+        part = lins[rows]
+        thetas[rows], gaps = solve_perturbed_ball_batch(
+            BatchSoftplusMargin(margin, lam, part), part.shape[0], p, radius, tol=solver_gap)
+        for s in start + np.flatnonzero(~(gaps <= solver_gap)):
+            thetas[s] = _solve(problem, data, lam, lins[s], solver_gap).theta
+        checkpoint()
     return thetas

@@ -238,8 +238,13 @@ def test_batched_solver_is_runs_solver_row_by_row(n: int, p: int, ridge: float, 
     assert np.mean(np.linalg.norm(thetas, axis=1) >= 1.0 - 1e-9) > 0.2  # the sphere phase ran
 
 
-def test_objpert_logistic_batch_solve_equals_run_solve() -> None:
-    # objective_perturbation's own solve on run's linear terms: b/n from its calibration.
+@pytest.mark.parametrize("margins", [None, 37])
+def test_objpert_logistic_batch_solve_equals_run_solve(margins: int | None,
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    # objective_perturbation's own solve on run's linear terms: b/n from its calibration; with
+    # margins = 37 the 300 rows are solved 3 at a time (n = 10), uneven last chunk included.
+    if margins is not None:
+        monkeypatch.setattr(objpert, "_BATCH_MARGINS", margins)
     alg = ObjectivePerturbation()
     prob, data = _logistic(10, 2)
     cal = alg.calibration(prob, 10, 2, 1.0, 0.0)
