@@ -31,16 +31,19 @@ log(1 + β/Λ):
 ``h_rule="sqrt_n"`` uses h/√n (the best order, Thm A.1). The minimiser is exact: the derivative of
 the objective is continuous, nondecreasing and piecewise linear in θ, so its root is found by
 bisection over the sorted breakpoints (yᵢ ± h)/xᵢ and linear interpolation on the final segment.
+The breakpoints do not depend on b, so the audit's vectorised path runs that bisection for many b
+at once (:func:`minimise_huber_objective_batch`, bit for bit the one-row minimiser).
 """
 
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from typing import Any, ClassVar
 
 import numpy as np
 
-from ..core.algorithm import Algorithm, Release
+from ..core.algorithm import Algorithm, BatchRelease, Release
 from ..core.errors import NotApplicable
 from ..core.params import Param
 from ..core.problem import Dataset, Problem
@@ -49,8 +52,9 @@ from ..privacy.gaussian import analytic_gaussian_sigma, pointwise_gaussian_sigma
 from ..privacy.ledger import Charge, PrivacyLedger
 from ..privacy.noise import gaussian_noise
 
-__all__ = ["HuberObjectivePerturbation", "huber_loss", "huber_objective_derivative",
-           "minimise_huber_objective"]
+__all__ = ["HuberCalibration", "HuberObjectivePerturbation", "huber_loss",
+           "huber_objective_derivative", "minimise_huber_objective",
+           "minimise_huber_objective_batch"]
 
 _HUB_RADIUS = 2.0  # C = [−2, 2] (BST14 Appendix A)
 
@@ -79,6 +83,15 @@ def huber_objective_derivative(theta: float, x: np.ndarray, y: np.ndarray, h: fl
     return float(-np.sum(x * _huber_slope(y - x * theta, h)) + lam * theta + b)
 
 
+def _huber_grid(x: np.ndarray, y: np.ndarray, h: float, radius: float) -> np.ndarray:
+    """−R, the breakpoints (yᵢ ± h)/xᵢ inside (−R, R) (sorted, unique), and R: J′ is linear
+    between consecutive points (the breakpoints do not depend on b)."""
+    nz = x != 0
+    knots = np.concatenate([(y[nz] - h) / x[nz], (y[nz] + h) / x[nz]])
+    knots = np.unique(knots[(knots > -radius) & (knots < radius)])
+    return np.concatenate([[-radius], knots, [radius]])
+
+
 def minimise_huber_objective(x: np.ndarray, y: np.ndarray, h: float, lam: float, b: float,
                              radius: float = _HUB_RADIUS) -> tuple[float, float]:
     """Exact argmin of J on [−R, R] and a certified gap J(θ̂) − min J ≤ 2R·|J′(θ̂)|.
@@ -96,10 +109,7 @@ def minimise_huber_objective(x: np.ndarray, y: np.ndarray, h: float, lam: float,
         return -radius, 0.0
     if d(radius) <= 0:
         return radius, 0.0
-    nz = x != 0
-    knots = np.concatenate([(y[nz] - h) / x[nz], (y[nz] + h) / x[nz]])
-    knots = np.unique(knots[(knots > -radius) & (knots < radius)])
-    grid = np.concatenate([[-radius], knots, [radius]])
+    grid = _huber_grid(x, y, h, radius)
     lo, hi = 0, grid.size - 1  # invariant: d(grid[lo]) < 0 < d(grid[hi])
     while hi - lo > 1:
         mid = (lo + hi) // 2
@@ -111,6 +121,47 @@ def minimise_huber_objective(x: np.ndarray, y: np.ndarray, h: float, lam: float,
     da, dc = d(a), d(c)
     theta = min(max(a - da * (c - a) / (dc - da), a), c)
     return theta, 2.0 * radius * abs(d(theta))
+
+
+def minimise_huber_objective_batch(x: np.ndarray, y: np.ndarray, h: float, lam: float,
+                                   b: np.ndarray, radius: float = _HUB_RADIUS) -> np.ndarray:
+    """:func:`minimise_huber_objective`'s θ̂ for every linear term of ``b`` (shape (S,)) at once.
+
+    J′(t) = J′₀(t) + b with J′₀ the derivative at b = 0, so J′₀ is evaluated once on the grid
+    of breakpoints (each value exactly as :func:`huber_objective_derivative` computes it, hence
+    J′₀(t) + b is bit for bit the J′(t) of the one-row minimiser) and every row runs the same
+    bisection and the same interpolation, vectorised: row s is exactly
+    ``minimise_huber_objective(x, y, h, lam, b[s], radius)[0]``.
+    """
+    x = np.asarray(x, dtype=float)
+    y = np.asarray(y, dtype=float)
+    b = np.asarray(b, dtype=float)
+    grid = _huber_grid(x, y, h, radius)
+    d0 = np.array([huber_objective_derivative(float(t), x, y, h, lam, 0.0) for t in grid])
+    lo = np.zeros(b.shape, dtype=np.intp)
+    hi = np.full(b.shape, grid.size - 1, dtype=np.intp)
+    while np.any(hi - lo > 1):
+        mid = (lo + hi) // 2
+        below = d0[mid] + b < 0
+        lo, hi = np.where(below, mid, lo), np.where(below, hi, mid)
+    a, c = grid[lo], grid[hi]
+    da, dc = d0[lo] + b, d0[hi] + b
+    with np.errstate(divide="ignore", invalid="ignore"):  # rows at an endpoint, set below
+        theta = np.minimum(np.maximum(a - da * (c - a) / (dc - da), a), c)
+    theta = np.where(d0[-1] + b <= 0, radius, theta)
+    return np.where(d0[0] + b >= 0, -radius, theta)
+
+
+@dataclass(frozen=True)
+class HuberCalibration:
+    """The public calibration of one run at sample size n (h, β = 1/(2h), Λ, the ε split, σ)."""
+
+    h: float
+    beta: float
+    lam: float
+    eps_noise: float
+    eps_jacobian: float
+    sigma: float
 
 
 class HuberObjectivePerturbation(Algorithm):
@@ -169,11 +220,8 @@ class HuberObjectivePerturbation(Algorithm):
             notes=("A LOWER bound on the worst of D1/D2 (D1 gives n·h/9, D2 ≈ 1/(16h) on the sum "
                    "scale), not an upper bound; slopes are the test, docs/bst14.md."))
 
-    def run(self, data: Dataset, problem: Problem, *, epsilon: float, delta: float,
-            rng: np.random.Generator) -> Release:
-        if data.p != 1 or data.y is None:
-            raise NotApplicable(f"{self.name}: HUB-1D data must have p = 1 and labels")
-        n = data.n
+    def calibration(self, n: int, epsilon: float, delta: float) -> HuberCalibration:
+        """The public calibration at sample size n (module docstring, 'Privacy calibration')."""
         h = self.huber_h(n)
         beta = 1.0 / (2.0 * h)
         if self.regularizer == "printed":
@@ -183,17 +231,36 @@ class HuberObjectivePerturbation(Algorithm):
             lam, eps_noise = beta / math.expm1(epsilon / 2.0), epsilon / 2.0
             eps_jac = epsilon / 2.0
             sigma = pointwise_gaussian_sigma(2.0, eps_noise, delta, 1)
-        b = float(gaussian_noise(1, sigma, rng)[0])
-        theta, gap = minimise_huber_objective(data.X[:, 0], data.y, h, lam, b)
-        ledger = PrivacyLedger.from_charges(*self._charges(epsilon, delta, eps_noise, eps_jac,
-                                                           lam, beta))
-        info: dict[str, Any] = {"h": h, "lambda": lam, "noise_scale": sigma, "noise": b,
-                                "solver_gap": gap, "solver_method": "exact piecewise quadratic"}
+        return HuberCalibration(h=h, beta=beta, lam=lam, eps_noise=eps_noise,
+                                eps_jacobian=eps_jac, sigma=sigma)
+
+    def run(self, data: Dataset, problem: Problem, *, epsilon: float, delta: float,
+            rng: np.random.Generator) -> Release:
+        x, y = _hub_data(self.name, data)
+        cal = self.calibration(data.n, epsilon, delta)
+        b = float(gaussian_noise(1, cal.sigma, rng)[0])
+        theta, gap = minimise_huber_objective(x, y, cal.h, cal.lam, b)
+        ledger = PrivacyLedger.from_charges(*self._charges(epsilon, delta, cal))
+        info: dict[str, Any] = {"h": cal.h, "lambda": cal.lam, "noise_scale": cal.sigma,
+                                "noise": b, "solver_gap": gap,
+                                "solver_method": "exact piecewise quadratic"}
         return Release(theta=problem.constraint.project(np.array([theta])), ledger=ledger,
                        info=info)
 
-    def _charges(self, epsilon: float, delta: float, eps_noise: float, eps_jac: float,
-                 lam: float, beta: float) -> list[Charge]:
+    def run_batch(self, data: Dataset, problem: Problem, *, epsilon: float, delta: float,
+                  rng: np.random.Generator, size: int) -> BatchRelease:
+        """``size`` releases of :meth:`run`, exact: the calibration once, all rows' b ~ N(0, σ²)
+        at once, then every row's exact minimiser (:func:`minimise_huber_objective_batch`,
+        bit for bit :meth:`run`'s for the same b)."""
+        x, y = _hub_data(self.name, data)
+        cal = self.calibration(data.n, epsilon, delta)
+        b = gaussian_noise(1, cal.sigma, rng, size)[:, 0]
+        thetas = minimise_huber_objective_batch(x, y, cal.h, cal.lam, b)
+        ledger = PrivacyLedger.from_charges(*self._charges(epsilon, delta, cal))
+        return BatchRelease(problem.constraint.project(thetas[:, None]), ledger)
+
+    def _charges(self, epsilon: float, delta: float, cal: HuberCalibration) -> list[Charge]:
+        eps_noise, eps_jac, lam, beta = cal.eps_noise, cal.eps_jacobian, cal.lam, cal.beta
         if self.regularizer == "printed":
             extra = math.log1p(beta / lam)
             return [Charge(
@@ -207,3 +274,10 @@ class HuberObjectivePerturbation(Algorithm):
                        "pointwise-loss tail bound, sensitivity 2, d = 1 (CMS11 Thm 9 / KST12)")
         return [noise, Charge("Jacobian ratio", eps_jac, 0.0,
                               f"log(1+β/Λ) with β = 1/(2h) = {beta:.4g}, Λ = {lam:.4g}")]
+
+
+def _hub_data(name: str, data: Dataset) -> tuple[np.ndarray, np.ndarray]:
+    """(x, y) of HUB-1D data; ``NotApplicable`` unless p = 1 and the data are labelled."""
+    if data.p != 1 or data.y is None:
+        raise NotApplicable(f"{name}: HUB-1D data must have p = 1 and labels")
+    return data.X[:, 0], data.y

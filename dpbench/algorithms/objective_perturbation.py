@@ -44,6 +44,13 @@ whose certified gap exceeds ``solver_gap`` raises ``SolverGapExceeded``. When β
 an isotropic quadratic (LB-Quad, LB-Lin), the minimiser is exact in closed form and no slice is
 spent.
 
+**Vectorised audit path** (:meth:`ObjectivePerturbation.run_batch`). Every row solves its own
+perturbed problem: in closed form when β = Δ, else (softplus-margin losses, e.g. logistic) by
+the Newton solver of :func:`_solve` run on all rows at once
+(:mod:`dpbench.numerics.solvers.perturbed_batch`), each row certified to the same gap
+≤ ``solver_gap`` that the approximate-minima noise is calibrated for, a row that misses it
+re-solved by :func:`_solve`. Other problems (FISTA over a one-point gradient oracle) are looped.
+
 Refuses non-smooth problems (β = ∞: hinge, 1-median, KINK-SC, HUB-1D) with ``NotApplicable``:
 the change-of-variables proof needs a twice-differentiable loss (docs/bst14.md, "Derived
 constants": objective perturbation is restricted to smooth losses).
@@ -57,18 +64,24 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from ..core.algorithm import Algorithm, Release
+from ..core.algorithm import Algorithm, BatchRelease, Release
 from ..core.errors import NotApplicable
 from ..core.params import Param
 from ..core.problem import Dataset, Optimum, Problem
 from ..core.ratecard import RateCard
 from ..core.sets import Ball
 from ..core.tags import get_tags
+from ..core.time_limit import checkpoint
 from ..numerics.solvers.ball import SoftplusMargin
 from ..numerics.solvers.perturbed import (
     PerturbedObjective,
     solve_isotropic_quadratic,
     solve_perturbed_ball,
+)
+from ..numerics.solvers.perturbed_batch import (
+    BatchSoftplusMargin,
+    isotropic_quadratic_minimisers,
+    solve_perturbed_ball_batch,
 )
 from ..privacy.gaussian import analytic_gaussian_sigma, pointwise_gaussian_sigma
 from ..privacy.ledger import Charge, PrivacyLedger
@@ -251,48 +264,96 @@ class ObjectivePerturbation(Algorithm):
     def run(self, data: Dataset, problem: Problem, *, epsilon: float, delta: float,
             rng: np.random.Generator) -> Release:
         n, p = data.n, data.p
-        L = float(problem.lipschitz)
         cal = self.calibration(problem, n, p, epsilon, delta)
-        if self.noise == "gaussian":
-            sigma, how = gaussian_noise_sigma(problem, p, L, cal.eps_noise, cal.delta_noise)
-            b = gaussian_noise(p, sigma, rng)
-        else:
-            sigma, how = 2.0 * L / cal.eps_noise, "Gamma-norm noise"
-            b = gamma_norm_noise(p, sigma, rng)
+        sigma, how = self._linear_scale(problem, p, cal)
+        b = self._draw(p, sigma, rng)
         opt = _solve(problem, data, cal.lam / n, b / n, self.solver_gap)
         theta = np.asarray(opt.theta, dtype=float)
+        charges = self._charges(cal, how)
+        info: dict[str, Any] = {"lambda": cal.lam, "noise_scale": sigma,
+                                "noise_norm": float(np.linalg.norm(b)),
+                                "solver_gap": float(opt.gap), "solver_method": opt.method}
+        if cal.eps_output > 0:
+            scale = self._amp_scale(problem, cal, n)
+            theta = theta + self._draw(p, scale, rng)
+            info["amp_noise_scale"] = scale
+        ledger = PrivacyLedger.from_charges(*charges)
+        return Release(theta=problem.constraint.project(theta), ledger=ledger,
+                       iterations=int(opt.iterations), info=info)
+
+    def run_batch(self, data: Dataset, problem: Problem, *, epsilon: float, delta: float,
+                  rng: np.random.Generator, size: int) -> BatchRelease | None:
+        """``size`` releases of :meth:`run` on the same data, every draw from ``rng``.
+
+        The calibration (Λ, the (ε, δ) split, the noise scales) is public and computed once; the
+        linear terms b of all rows are drawn at once from :meth:`run`'s law, then every row's
+        perturbed problem is solved (:func:`_solve_batch`), then, when the solve is iterative,
+        all rows' approximate-minima noise is drawn at once. A closed-form solve (β = Δ) gives
+        each row :meth:`run`'s θ for its b (up to the rounding of a norm computed row-wise): the
+        path is exact. An iterative solve (the logistic risk)
+        runs :meth:`run`'s Newton solver on all rows at once, each row certified to the same
+        Frank–Wolfe gap ≤ ``solver_gap`` (rows that miss it are re-solved by :meth:`run`'s
+        solver, which raises ``SolverGapExceeded`` as :meth:`run` does): θ̂ may differ from
+        :meth:`run`'s by rounding, but both lie within √(2·solver_gap/m) of the exact θ_priv,
+        which is all the approximate-minima analysis (Iyengar et al. 2019) uses.
+
+        ``None`` (the audit loops :meth:`run`) on problems whose risk has neither a closed form
+        nor the softplus-margin tag (or lacks labels): :meth:`run` solves those by FISTA over the
+        problem's one-point gradient oracle, which has no vectorised form.
+        """
+        n, p = data.n, data.p
+        if not _batch_solvable(problem, data):
+            return None
+        cal = self.calibration(problem, n, p, epsilon, delta)
+        sigma, how = self._linear_scale(problem, p, cal)
+        b = self._draw(p, sigma, rng, size)
+        thetas = _solve_batch(problem, data, cal.lam / n, b / n, self.solver_gap)
+        charges = self._charges(cal, how)
+        if cal.eps_output > 0:
+            thetas = thetas + self._draw(p, self._amp_scale(problem, cal, n), rng, size)
+        return BatchRelease(problem.constraint.project(thetas),
+                            PrivacyLedger.from_charges(*charges))
+
+    def _linear_scale(self, problem: Problem, p: int,
+                      cal: ObjPertCalibration) -> tuple[float, str]:
+        """The scale of the linear term b and how it was calibrated (module docstring)."""
+        L = float(problem.lipschitz)
+        if self.noise == "gaussian":
+            return gaussian_noise_sigma(problem, p, L, cal.eps_noise, cal.delta_noise)
+        return 2.0 * L / cal.eps_noise, "Gamma-norm noise"
+
+    def _draw(self, p: int, scale: float, rng: np.random.Generator,
+              size: int | None = None) -> np.ndarray:
+        """Noise of this configuration's family (Gaussian σ = ``scale``, or Gamma-norm with
+        density ∝ exp(−‖b‖/scale)): shape (p,), or (size, p)."""
+        if self.noise == "gaussian":
+            return gaussian_noise(p, scale, rng, size)
+        return gamma_norm_noise(p, scale, rng, size)
+
+    def _amp_scale(self, problem: Problem, cal: ObjPertCalibration, n: int) -> float:
+        """Scale of the approximate-minima output noise (Iyengar et al. 2019): sensitivity
+        2√(2·solver_gap/m), m = Δ + Λ/n the strong convexity of the perturbed average objective."""
+        m = float(problem.strong_convexity) + cal.lam / n
+        sens = 2.0 * math.sqrt(2.0 * self.solver_gap / m)
+        if self.noise == "gaussian":
+            return analytic_gaussian_sigma(sens, cal.eps_output, cal.delta_output)
+        return sens / cal.eps_output
+
+    @staticmethod
+    def _charges(cal: ObjPertCalibration, how: str) -> list[Charge]:
+        """The ledger's charges: linear term, Jacobian, and the approximate-minima slice when
+        the solve is iterative."""
         charges = [
             Charge("objective perturbation: linear-term noise", cal.eps_noise, cal.delta_noise,
                    f"CMS11 Thm 9 / KST12: gradient sensitivity 2L; {how}"),
             Charge("objective perturbation: Jacobian ratio", cal.eps_jacobian, 0.0,
                    f"r·log(1+(β−Δ)/(Λ+nΔ)) with r={cal.rank}, Λ={cal.lam:.4g}"),
         ]
-        info: dict[str, Any] = {"lambda": cal.lam, "noise_scale": sigma,
-                                "noise_norm": float(np.linalg.norm(b)),
-                                "solver_gap": float(opt.gap), "solver_method": opt.method}
         if cal.eps_output > 0:
-            theta = self._amp_output(theta, problem, cal, n, rng, charges, info)
-        ledger = PrivacyLedger.from_charges(*charges)
-        return Release(theta=problem.constraint.project(theta), ledger=ledger,
-                       iterations=int(opt.iterations), info=info)
-
-    def _amp_output(self, theta: np.ndarray, problem: Problem, cal: ObjPertCalibration, n: int,
-                    rng: np.random.Generator, charges: list[Charge],
-                    info: dict[str, Any]) -> np.ndarray:
-        """Approximate-minima output noise (Iyengar et al. 2019): sensitivity 2√(2·gap/m)."""
-        p = theta.shape[0]
-        m = float(problem.strong_convexity) + cal.lam / n
-        sens = 2.0 * math.sqrt(2.0 * self.solver_gap / m)
-        if self.noise == "gaussian":
-            scale = analytic_gaussian_sigma(sens, cal.eps_output, cal.delta_output)
-            out = gaussian_noise(p, scale, rng)
-        else:
-            scale = sens / cal.eps_output
-            out = gamma_norm_noise(p, scale, rng)
-        charges.append(Charge("approximate-minima output noise", cal.eps_output, cal.delta_output,
-                              "Iyengar et al. 2019 (AMP): ‖θ̂ − θ_priv‖ ≤ √(2·gap/m)"))
-        info["amp_noise_scale"] = scale
-        return theta + out
+            charges.append(Charge("approximate-minima output noise", cal.eps_output,
+                                  cal.delta_output,
+                                  "Iyengar et al. 2019 (AMP): ‖θ̂ − θ_priv‖ ≤ √(2·gap/m)"))
+        return charges
 
 
 def _closed_form(problem: Problem) -> bool:
@@ -322,3 +383,47 @@ def _solve(problem: Problem, data: Dataset, lam: float, lin: np.ndarray,
             f"objective_perturbation: the solver certified a gap of {opt.gap:.3g}, above the "
             f"public bound solver_gap={solver_gap:.3g} the output noise is calibrated for")
     return opt
+
+
+#: Margins (rows × n) the batched Newton solver holds at once (each a few float64 temporaries).
+_BATCH_MARGINS = 1 << 21
+
+
+def _batch_solvable(problem: Problem, data: Dataset) -> bool:
+    """Whether :func:`_solve_batch` can solve many perturbed problems on ``data`` at once."""
+    return _closed_form(problem) or (get_tags(problem).softplus_margin is not None
+                                     and data.y is not None)
+
+
+def _solve_batch(problem: Problem, data: Dataset, lam: float, lins: np.ndarray,
+                 solver_gap: float) -> np.ndarray:
+    """Row s: :func:`_solve` with ``lin = lins[s]``, for every row at once (needs
+    :func:`_batch_solvable`).
+
+    Closed form: the same minimiser as :func:`_solve` (up to rounding). Softplus margin: the vectorised form of
+    :func:`_solve`'s Newton solver (:func:`~dpbench.numerics.solvers.perturbed_batch.solve_perturbed_ball_batch`),
+    every row certified to a Frank–Wolfe gap ≤ ``solver_gap``; a row that misses it is solved
+    again by :func:`_solve` itself (which raises ``SolverGapExceeded`` when it misses too).
+    """
+    radius = float(problem.constraint.radius)  # type: ignore[attr-defined]
+    size, p = lins.shape
+    if _closed_form(problem):
+        g0 = problem.full_grad(np.zeros(p), data)
+        return isotropic_quadratic_minimisers(float(problem.strong_convexity), g0, lam, lins,
+                                              radius)
+    ridge = get_tags(problem).softplus_margin
+    if ridge is None or data.y is None:
+        raise ValueError(f"_solve_batch: {problem.name!r} has no vectorised solver on this data "
+                         "(check _batch_solvable first)")
+    margin = SoftplusMargin(data.y[:, None] * data.X, ridge=ridge)
+    thetas = np.empty((size, p))
+    chunk = max(1, _BATCH_MARGINS // data.n)  # rows per solve: bounds the (rows, n) margins
+    for start in range(0, size, chunk):
+        rows = slice(start, min(start + chunk, size))
+        part = lins[rows]
+        thetas[rows], gaps = solve_perturbed_ball_batch(
+            BatchSoftplusMargin(margin, lam, part), part.shape[0], p, radius, tol=solver_gap)
+        for s in start + np.flatnonzero(~(gaps <= solver_gap)):
+            thetas[s] = _solve(problem, data, lam, lins[s], solver_gap).theta
+        checkpoint()
+    return thetas

@@ -20,11 +20,12 @@ measured on the ORIGINAL problem (the engine evaluates the release on the proble
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from typing import Any, ClassVar
 
 import numpy as np
 
-from ..core.algorithm import Algorithm, Release
+from ..core.algorithm import Algorithm, BatchRelease, Release
 from ..core.errors import NotApplicable
 from ..core.params import Param
 from ..core.problem import Dataset, Problem
@@ -91,19 +92,45 @@ class RegularizedOutputPerturbation(Algorithm):
         return self.lambda_scale * 2.0 * float(problem.lipschitz) * math.sqrt(
             p / (n * epsilon)) / radius
 
-    def run(self, data: Dataset, problem: Problem, *, epsilon: float, delta: float,
-            rng: np.random.Generator) -> Release:
-        n, p = data.n, data.p
+    def folded(self, problem: Problem, n: int, p: int,
+               epsilon: float) -> tuple[float, Problem, OutputPerturbation]:
+        """Λ, the problem with its ridge raised by Λ, and the inner BST14 Alg. 3 (all public)."""
         lam = self.ridge_for(problem, n, p, epsilon)
         try:
             folded = regularized_problem(problem, lam)
         except (TypeError, ValueError) as exc:
             raise NotApplicable(f"{self.name}: cannot raise the ridge of {problem.name!r}: {exc}")
-        inner = OutputPerturbation(solver_gap=self.solver_gap)
-        L_f, Delta_f = float(folded.lipschitz), float(folded.strong_convexity)
+        return lam, folded, OutputPerturbation(solver_gap=self.solver_gap)
+
+    def run(self, data: Dataset, problem: Problem, *, epsilon: float, delta: float,
+            rng: np.random.Generator) -> Release:
+        lam, folded, inner = self.folded(problem, data.n, data.p, epsilon)
         out = inner.run(data, folded, epsilon=epsilon, delta=0.0, rng=rng)
-        info: dict[str, Any] = {**out.info, "lambda": lam, "L_folded": L_f,
-                                "Delta_folded": Delta_f,
-                                "sensitivity": inner.sensitivity(n, L_f, Delta_f)}
-        return Release(theta=out.theta, ledger=out.ledger, grad_queries=out.grad_queries,
-                       func_queries=out.func_queries, iterations=out.iterations, info=info)
+        return _wrapped(out, lam, folded, inner, data.n)
+
+    def run_many(self, data: Dataset, problem: Problem, *, epsilon: float, delta: float,
+                 rngs: Sequence[np.random.Generator]) -> list[Release]:
+        """:meth:`run` for every generator with one solve of the folded problem (the inner
+        :meth:`OutputPerturbation.run_many`, release i equal to :meth:`run` with ``rngs[i]``)."""
+        lam, folded, inner = self.folded(problem, data.n, data.p, epsilon)
+        outs = inner.run_many(data, folded, epsilon=epsilon, delta=0.0, rngs=rngs)
+        return [_wrapped(out, lam, folded, inner, data.n) for out in outs]
+
+    def run_batch(self, data: Dataset, problem: Problem, *, epsilon: float, delta: float,
+                  rng: np.random.Generator, size: int) -> BatchRelease | None:
+        """``size`` releases of :meth:`run`: the inner output perturbation's vectorised path on
+        the folded problem (one certified solve, then all rows' Gamma-norm noise at once; exact,
+        :meth:`OutputPerturbation.run_batch`), validated by its ``release_batch``. ``None`` only
+        if the inner mechanism has no vectorised path."""
+        _, folded, inner = self.folded(problem, data.n, data.p, epsilon)
+        return inner.release_batch(data, folded, epsilon=epsilon, delta=0.0, rng=rng, size=size)
+
+
+def _wrapped(out: Release, lam: float, folded: Problem, inner: OutputPerturbation,
+             n: int) -> Release:
+    """The inner release with the folded constants added to its info."""
+    L_f, Delta_f = float(folded.lipschitz), float(folded.strong_convexity)
+    info: dict[str, Any] = {**out.info, "lambda": lam, "L_folded": L_f, "Delta_folded": Delta_f,
+                            "sensitivity": inner.sensitivity(n, L_f, Delta_f)}
+    return Release(theta=out.theta, ledger=out.ledger, grad_queries=out.grad_queries,
+                   func_queries=out.func_queries, iterations=out.iterations, info=info)
