@@ -114,6 +114,10 @@ class Algorithm(Parametrized):
     #: privacy holds even for records outside the declared data norm (the audit's ``outlier``
     #: canary applies only then; :mod:`dpbench.core.neighbours`).
     clips_gradients: ClassVar[bool] = False
+    #: True when the mechanism maps every record into the problem's universe itself (clips the
+    #: features to the data norm, the box, …) before using it, so its privacy holds for records
+    #: outside the universe too (the ``outlier`` canary applies, like with ``clips_gradients``).
+    clips_records: ClassVar[bool] = False
     #: How dpbench's generic tests run this mechanism through :func:`dpbench.testing.check_algorithm`
     #: (:func:`dpbench.testing.check_case`): ``params``, ``problem`` (registry name or
     #: ``{"problem": name, "params": {...}}``), ``p`` and ``skip`` (check name → reason).
@@ -172,6 +176,34 @@ class Algorithm(Parametrized):
                 f"{self.name} requires {', '.join(missing)}; problem {problem.name!r} has "
                 f"L={props['L']:g}, Delta={props['Delta']:g}, beta={props['beta']:g}"
             )
+        return None
+
+    # --- the output law (optional; the privacy audit uses what is declared) --------------------
+    def log_density_ratio(self, thetas: np.ndarray, d0: Dataset, d1: Dataset, problem: Problem,
+                          *, epsilon: float, delta: float) -> np.ndarray | None:
+        """log p_{D}(θ) − log p_{D′}(θ) of this mechanism's output law at each row of ``thetas``
+        for the neighbours ``d0`` = D and ``d1`` = D′, or ``None`` (the default: not declared).
+
+        Optional, and used by the privacy audit only (docs/audit.md, "Scores"): thresholds of
+        the exact log-likelihood ratio are the Neyman–Pearson most powerful events, so a
+        mechanism that declares it is audited with the strongest test there is. It must be the
+        ratio of the law :meth:`run` samples (computed from public quantities and the two
+        datasets: the auditor knows both), with the same conventions for point masses: rows
+        where only one side has mass give ±inf. A wrong ratio cannot make the audit flag a
+        correct mechanism (it only chooses which events are tested; the bounds hold for any
+        event), but it can make it weaker.
+        """
+        return None
+
+    def exact_epsilon(self, d0: Dataset, d1: Dataset, problem: Problem, *, epsilon: float,
+                      delta: float) -> float | None:
+        """The exact ε(δ) of this mechanism's output on the pair (``d0``, ``d1``): the smallest ε
+        with P[M(D) ∈ E] ≤ e^ε·P[M(D′) ∈ E] + δ for every event E, both ways (a closed form or a
+        numerical integration of the two output laws), or ``None`` when it is not computable
+        (the default). The audit report gives it beside the empirical lower bound on the
+        mechanism's designated instance, so that the reader sees how much of the true privacy
+        loss the audit reached and how loose the claim is (docs/audit.md, "Designated
+        instances")."""
         return None
 
     # --- running ------------------------------------------------------------------------------

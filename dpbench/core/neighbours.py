@@ -1,47 +1,47 @@
 """Worst-case neighbouring pairs (canaries) for the privacy audit.
 
-A :class:`NeighbourPair` is two replace-one neighbours D, D′ (same n, exactly one row differs)
-and a unit score direction fixed BEFORE any mechanism run; the audit scores a release θ by
-⟨θ, direction⟩. Everything here is a function of the problem's generated data only (the auditor
-is not private, so it may solve the non-private problem), never of mechanism outputs.
+A :class:`NeighbourPair` is two replace-one neighbours D, D′ (same n, exactly one row differs:
+row 0, the *canary*) and a unit score direction fixed BEFORE any mechanism run. Everything here is
+a function of the problem's generated data and its declared universe only (the auditor is not
+private, so it may solve the non-private problem), never of mechanism outputs.
 
-Canaries (docs/audit.md, 'How the auditor works'; Jagielski, Ullman, Oprea 2020 for
-poisoning-style canaries; Nasr et al. 2021 for worst-case neighbours):
+A canary is named ``kind[+background][@direction]`` (:class:`CanarySpec`; docs/audit.md,
+"Universes and canaries"):
 
-* ``sphere`` — D = the generated rows with row 0 replaced by the canary c = r·u, where r is the
-  data norm (the declared ``data_norm``, the radius of the universe, when finite; else the max
-  row norm of the generated data. A sample of n rows may fall well short of the declared radius,
-  e.g. ``mean_est`` at n = 2, and a canary there could not reveal a noise scale calibrated for
-  a smaller norm) and u the unit direction of the non-private optimum θ̂* of D's OTHER
-  rows (``problem.solve``; e₁ when θ̂* = 0); labels: y = +1. D′ replaces the canary by its
-  negation −c (same label). The negation, not a base row, is used: it maximises ‖c − c′‖ = 2r,
-  the replace-one worst case of a Lipschitz gradient bound, and it pushes the optimum against the
-  rest of the data. A problem whose universe is not a ball declares the cube it lies in
-  (``data_norm_inf``, e.g. ``lasso_linf``'s ‖x‖∞ ≤ 1): c is then the universe's farthest record
-  along u (:func:`extreme_record`; a vertex sign(u) of the cube there), never a record outside
-  the universe that the problem's constants are proved over (which would let the audit flag a
-  correct mechanism).
-* ``label_flip`` — D as for ``sphere``; D′ keeps the canary's features and flips its label
-  (needs a labelled problem). For margin losses φ(y⟨θ, x⟩) this pair has the same losses as
-  ``sphere``'s (−x with y ≡ x with −y); it differs for other labelled losses.
-* ``lower_bound`` — the problem's own generated data, D′ with row 0 negated (labels kept): the
-  construction of the BST14 lower-bound instances and of the check harness
-  (:func:`negated_row_pair`, shared with :mod:`dpbench.testing`).
-* ``zero`` — D as for ``sphere``; D′ replaces the canary by the zero record (same label). For a
-  margin loss φ(y⟨θ, x⟩) the negation and the label flip leave the canary's Hessian φ''·xxᵀ
-  unchanged (φ'' is even), so those pairs never exercise the Jacobian (curvature) term of
-  objective perturbation's privacy proof (Chaudhuri–Monteleoni–Sarwate 2011, Thm 9); this pair
-  changes it by the whole rank-one term (docs/diffprivlib.md, where it is the pair that shows a
-  mis-scaled correction). Applies to problems that declare a finite ``data_norm``: the ball
-  ‖x‖ ≤ data_norm, zero included, is then the universe the constants are proved over.
-* ``outlier`` — like ``sphere`` with the canary at norm ``OUTLIER_FACTOR``·r, far outside the
-  declared data norm. No mechanism is private for such a record unless it enforces the bound
-  itself, so the canary applies only to algorithms declaring ``clips_gradients = True``
-  (:func:`canary_not_applicable_reason`); it catches a removed clipping step.
+* **kind** — what D's row 0 and D′'s row 0 are. With u the canary's direction and the universe
+  :meth:`dpbench.core.problem.Problem.universe` (a ball cut by a box, anywhere):
 
-Score direction: the unit vector of θ̂*(D′) − θ̂*(D) (both non-private optima, output
-independent); the canary's own direction when the optima coincide (e.g. both on the same
-boundary point), e₁ as a last resort.
+  - ``sphere``: D's canary is the universe's farthest record along u (:meth:`Universe.extreme`:
+    r·u on a ball of radius r, a vertex of a box) and D′'s the farthest along −u (−r·u on a
+    centred ball: the replace-one worst case of a Lipschitz gradient bound, ‖c − c′‖ = 2r; the
+    opposite vertex of a box, where a negation would leave the universe);
+  - ``zero``: D′'s canary is the universe's record nearest the origin (the zero record when the
+    universe holds it). For a margin loss φ(y⟨θ, x⟩) a negation or a label flip leaves the
+    canary's Hessian φ''·xxᵀ unchanged (φ'' is even), so only this pair exercises the Jacobian
+    term of objective perturbation's proof (Chaudhuri–Monteleoni–Sarwate 2011, Thm 9), the term
+    diffprivlib mis-scales above data norm 1 (docs/diffprivlib.md);
+  - ``label_flip``: D′ keeps the canary's features and flips its label (labelled problems);
+  - ``lower_bound``: the problem's own generated data, D′ with row 0 negated (labels kept; the
+    BST14 lower-bound instances and the check harness, :func:`negated_row_pair`); needs a
+    universe symmetric under negation;
+  - ``outlier``: like ``sphere`` at ``OUTLIER_FACTOR`` times the universe's largest norm, outside
+    it: it applies only to mechanisms that enforce the bound themselves, by clipping per-example
+    gradients or the records (``clips_gradients`` / ``clips_records``,
+    :func:`canary_not_applicable_reason`), and catches a removed clipping step.
+
+* **background** — the other n − 1 rows: ``data`` (default) the problem's generated rows;
+  ``empty`` every other row at the origin record (label +1): the canary alone against a
+  background that adds no curvature and no gradient (the pair on which diffprivlib's objective
+  perturbation violates its claim); ``twin`` every other row equal to D′'s canary (the common rows
+  agree with D′'s differing row: the configuration that attains noisy SGD's dominating pair,
+  docs/bst14.md).
+
+* **direction** — u: ``optimum`` (default) the direction of the non-private optimum of the other
+  generated rows (e₁ when it is 0); ``axis`` e₁; ``diagonal`` (1, …, 1)/√p.
+
+Score direction (the audit's projection score): the unit vector of θ̂*(D′) − θ̂*(D) (both
+non-private optima, output independent); the canary's own direction when the optima coincide,
+e₁ as a last resort.
 """
 
 from __future__ import annotations
@@ -52,16 +52,70 @@ from dataclasses import dataclass
 import numpy as np
 
 from .algorithm import Algorithm
-from .errors import NotApplicable
+from .errors import NotApplicable, UserInputError, did_you_mean
 from .problem import Dataset, Problem
+from .universe import Universe
 
-__all__ = ["CANARIES", "OUTLIER_FACTOR", "NeighbourPair", "canary_not_applicable_reason",
-           "extreme_record", "negated_row_pair", "neighbouring_pair"]
+__all__ = ["BACKGROUNDS", "CANARIES", "CANARY_KINDS", "DIRECTIONS", "OUTLIER_FACTOR",
+           "CanarySpec", "NeighbourPair", "canary_not_applicable_reason", "extreme_record",
+           "negated_row_pair", "neighbouring_pair", "search_canaries"]
 
-CANARIES: tuple[str, ...] = ("sphere", "label_flip", "lower_bound", "outlier", "zero")
+CANARY_KINDS: tuple[str, ...] = ("sphere", "label_flip", "lower_bound", "outlier", "zero")
+BACKGROUNDS: tuple[str, ...] = ("data", "empty", "twin")
+DIRECTIONS: tuple[str, ...] = ("optimum", "axis", "diagonal")
+#: The canary kinds (a kind alone means background ``data`` and direction ``optimum``).
+CANARIES: tuple[str, ...] = CANARY_KINDS
 
-#: Norm of the ``outlier`` canary, in multiples of the data norm.
+#: Norm of the ``outlier`` canary, in multiples of the universe's largest norm.
 OUTLIER_FACTOR = 1000.0
+
+
+@dataclass(frozen=True)
+class CanarySpec:
+    """A canary: kind, background of the other rows, direction (module docstring)."""
+
+    kind: str
+    background: str = "data"
+    direction: str = "optimum"
+
+    @classmethod
+    def parse(cls, key: str) -> CanarySpec:
+        """``kind[+background][@direction]``; ``UserInputError`` naming what is wrong."""
+        if not isinstance(key, str):
+            raise UserInputError(f"a canary must be a string kind[+background][@direction], got "
+                                 f"{key!r}")
+        rest, _, direction = key.partition("@")
+        kind, _, background = rest.partition("+")
+        for value, allowed, what in ((kind, CANARY_KINDS, "kind"),
+                                     (background or "data", BACKGROUNDS, "background"),
+                                     (direction or "optimum", DIRECTIONS, "direction")):
+            if value not in allowed:
+                raise UserInputError(
+                    f"canary {key!r}: unknown {what} {value!r}{did_you_mean(value, allowed)}; "
+                    f"allowed: {', '.join(allowed)} (a canary is kind[+background][@direction])")
+        spec = cls(kind, background or "data", direction or "optimum")
+        if kind == "lower_bound" and spec.background != "data":
+            raise UserInputError(f"canary {key!r}: lower_bound uses the problem's own data; its "
+                                 "background can only be data")
+        return spec
+
+    @property
+    def key(self) -> str:
+        out = self.kind
+        if self.background != "data":
+            out += f"+{self.background}"
+        if self.direction != "optimum":
+            out += f"@{self.direction}"
+        return out
+
+
+def search_canaries() -> tuple[str, ...]:
+    """The canaries the audit's default search tries (docs/audit.md, "The search"): every kind
+    on the generated data, the edge and the zero canaries against an empty background and a
+    twin one, and the edge canary along a fixed axis. Those that do not apply to a mechanism or
+    problem are left out at planning time."""
+    return ("sphere", "sphere+empty", "sphere+twin", "sphere+empty@axis", "zero", "zero+empty",
+            "label_flip", "label_flip+empty", "lower_bound", "outlier")
 
 
 @dataclass(frozen=True)
@@ -96,22 +150,15 @@ def negated_row_pair(data: Dataset, row: int = 0) -> tuple[Dataset, Dataset]:
 
 def canary_not_applicable_reason(algorithm: Algorithm, canary: str) -> str | None:
     """Why ``canary`` cannot audit ``algorithm`` (None when it can): ``outlier`` needs an
-    algorithm that declares it clips per-example gradients (``clips_gradients = True``)."""
-    _check_canary(canary)
-    if canary == "outlier" and not getattr(algorithm, "clips_gradients", False):
-        return (f"canary 'outlier' (a record at {OUTLIER_FACTOR:g}× the data norm) applies only to "
-                f"algorithms that clip per-example gradients (clips_gradients=True); "
-                f"{algorithm.name!r} does not declare it, so such a record is outside its "
-                "privacy theorem")
+    algorithm that enforces the data bound itself (``clips_gradients`` or ``clips_records``)."""
+    spec = CanarySpec.parse(canary)
+    if spec.kind == "outlier" and not (getattr(algorithm, "clips_gradients", False)
+                                       or getattr(algorithm, "clips_records", False)):
+        return (f"canary {canary!r} (a record at {OUTLIER_FACTOR:g}× the data norm) applies only "
+                f"to algorithms that clip per-example gradients or the records themselves "
+                f"(clips_gradients / clips_records); {algorithm.name!r} declares neither, so such "
+                "a record is outside its privacy theorem")
     return None
-
-
-def _check_canary(canary: str) -> None:
-    if canary not in CANARIES:
-        from .errors import UserInputError, did_you_mean
-
-        raise UserInputError(f"unknown canary {canary!r}{did_you_mean(canary, CANARIES)}; "
-                             f"allowed: {', '.join(CANARIES)}")
 
 
 def _optimum(problem: Problem, data: Dataset) -> np.ndarray:
@@ -128,95 +175,92 @@ def _direction(problem: Problem, d0: Dataset, d1: Dataset, fallback: np.ndarray)
 
 
 def extreme_record(u: np.ndarray, radius: float, cube: float = np.inf) -> np.ndarray:
-    """The feature vector x maximising ⟨x, u⟩ over {‖x‖₂ ≤ radius, ‖x‖∞ ≤ cube}.
-
-    ``u`` a unit vector. Without a cube it is radius·u (a point of the sphere); with one, each
-    coordinate is sign(u_j)·min(cube, t·|u_j|) with t the largest value keeping ‖x‖₂ ≤ radius
-    (the KKT conditions of the linear objective over the two norm balls). When the cube lies
-    inside the ball it is the cube's vertex sign(u)·cube (sign(0) taken as +1).
-    """
+    """The feature vector x maximising ⟨x, u⟩ over {‖x‖₂ ≤ radius, ‖x‖∞ ≤ cube}
+    (:meth:`Universe.extreme` of that universe; ``u`` a unit vector)."""
     u = np.asarray(u, dtype=float)
-    if not np.isfinite(cube):
-        return radius * u
-    signs = np.where(u < 0, -1.0, 1.0)
-    if cube * math.sqrt(u.size) <= radius:
-        return cube * signs
-    mags = np.abs(u)
-    order = np.argsort(-mags, kind="stable")
-    total = float(np.sum(mags * mags))
-    x = np.empty_like(mags)
-    capped = 0
-    # The k largest |u_j| sit at the cube's face; the rest scale by t, found from the radius.
-    for k in range(u.size + 1):
-        rest = total - float(np.sum(mags[order[:k]] ** 2))
-        room = radius * radius - k * cube * cube
-        t = math.sqrt(room / rest) if rest > 0 and room > 0 else 0.0
-        if k == u.size or t * mags[order[k]] <= cube:
-            capped = k
-            break
-    x[order[:capped]] = cube
-    x[order[capped:]] = np.minimum(cube, t * mags[order[capped:]])
-    return signs * x
+    return Universe(u.size, radius=radius, low=-cube, high=cube).extreme(u)
 
 
-def _canary_row(problem: Problem, base: Dataset, norm_factor: float) -> tuple[np.ndarray, float]:
-    """The canary features (the universe's farthest record along u, u along θ̂* of the other
-    rows, times ``norm_factor``) and the data norm r: the declared ``data_norm`` when finite
-    (the universe's radius), else the largest generated row norm."""
-    bounds = problem.data_bounds()
-    r = float(bounds.get("data_norm", np.inf))
-    if not (np.isfinite(r) and r > 0):
-        r = float(np.max(np.linalg.norm(base.X, axis=1)))
+def _universe(problem: Problem, base: Dataset) -> Universe:
+    """The problem's universe at the data's p; an unbounded one is bounded, for the canaries, by
+    the largest generated row norm (the edge the data reach)."""
+    uni = problem.universe(base.p)
+    if uni.bounded:
+        return uni
+    r = float(np.max(np.linalg.norm(base.X, axis=1)))
     if not r > 0:
         raise NotApplicable("every generated row is zero: there is no data norm to put a canary on")
+    return Universe(base.p, radius=r, low=uni.low, high=uni.high, label_bound=uni.label_bound)
+
+
+def _canary_direction(problem: Problem, base: Dataset, spec: CanarySpec) -> np.ndarray:
+    p = base.p
+    if spec.direction == "axis":
+        return np.eye(p)[0]
+    if spec.direction == "diagonal":
+        return np.full(p, 1.0 / math.sqrt(p))
     rest = Dataset(base.X[1:], None if base.y is None else base.y[1:], dict(base.meta))
     u = _unit(_optimum(problem, rest))
-    if u is None:
-        u = np.eye(base.p)[0]
-    cube = float(bounds.get("data_norm_inf", np.inf))
-    return norm_factor * extreme_record(u, r, cube), r
+    return np.eye(p)[0] if u is None else u
+
+
+def _with_background(base: Dataset, spec: CanarySpec, origin: np.ndarray,
+                     twin: tuple[np.ndarray, float | None]) -> Dataset:
+    """``base`` with rows 1… replaced as the background asks (row 0 is set by the caller)."""
+    if spec.background == "data":
+        return base
+    n = base.n
+    x, y = (origin, None if base.y is None else 1.0) if spec.background == "empty" else twin
+    X = np.repeat(np.asarray(x, dtype=float)[None, :], n, axis=0)
+    Y = None if base.y is None else np.full(n, 1.0 if y is None else float(y))
+    return Dataset(X, Y, dict(base.meta))
 
 
 def neighbouring_pair(problem: Problem, n: int, p: int, canary: str,
                       rng: np.random.Generator) -> NeighbourPair:
-    """The neighbouring pair of ``canary`` on ``problem`` at (n, p); data drawn from ``rng``.
+    """The neighbouring pair of ``canary`` (``kind[+background][@direction]``) on ``problem`` at
+    (n, p); data drawn from ``rng``.
 
     Raises :class:`NotApplicable` when the canary does not apply (``label_flip`` without labels,
-    a zero row for ``lower_bound``) and ``UserInputError`` for an unknown canary or n < 2.
+    a zero row for ``lower_bound``, ``lower_bound`` on a universe that negation leaves, ``zero``
+    when its record equals the canary) and ``UserInputError`` for an unknown canary or n < 2.
     """
-    from .errors import UserInputError
-
-    _check_canary(canary)
+    spec = CanarySpec.parse(canary)
     if not (isinstance(n, (int, np.integer)) and n >= 2):
         raise UserInputError(f"audit grid: n must be an integer >= 2 (a canary plus at least one "
                              f"other row), got {n!r}")
     base = problem.generate(int(n), int(p), rng)
-    if canary == "lower_bound":
+    if spec.kind == "lower_bound":
+        if not problem.universe(int(p)).symmetric:
+            raise NotApplicable(f"canary 'lower_bound' negates a row; the universe of "
+                                f"{problem.name!r} is not symmetric under negation")
         d0, d1 = negated_row_pair(base)
-        return NeighbourPair(d0, d1, _direction(problem, d0, d1, d0.X[0]), canary,
+        return NeighbourPair(d0, d1, _direction(problem, d0, d1, d0.X[0]), spec.key,
                              f"generated data (n={n}, p={p}); D′ negates row 0")
-    if canary == "label_flip" and base.y is None:
-        raise NotApplicable(f"canary 'label_flip' needs a labelled problem; {problem.name!r} "
+    if spec.kind == "label_flip" and base.y is None:
+        raise NotApplicable(f"canary {spec.key!r} needs a labelled problem; {problem.name!r} "
                             "generates no labels")
-    if canary == "zero":
-        bound = problem.data_bounds().get("data_norm")
-        if bound is None or not np.isfinite(bound):
-            raise NotApplicable(f"canary 'zero' needs a problem that declares a finite data_norm "
-                                f"(the zero record is then in its universe); {problem.name!r} "
-                                "declares none")
-    factor = OUTLIER_FACTOR if canary == "outlier" else 1.0
-    x, r = _canary_row(problem, base, factor)
+    uni = _universe(problem, base)
+    u = _canary_direction(problem, base, spec)
+    x = uni.extreme(u)
+    factor = 1.0
+    if spec.kind == "outlier":
+        factor = OUTLIER_FACTOR * uni.norm_bound / max(float(np.linalg.norm(x)), 1e-300)
+        x = factor * x
+    origin = uni.nearest(np.zeros(base.p))
     y = None if base.y is None else 1.0
-    d0 = base.replace_row(0, x, y)
-    if canary == "label_flip":
-        d1 = base.replace_row(0, x, -1.0)
-        what = "D′ flips the canary's label"
-    elif canary == "zero":
-        d1 = base.replace_row(0, np.zeros_like(x), y)
-        what = "D′ replaces the canary by the zero record"
+    if spec.kind == "label_flip":
+        x1, y1, what = x, -1.0, "D′ flips the canary's label"
+    elif spec.kind == "zero":
+        x1, y1, what = origin, y, "D′ replaces the canary by the universe's origin record"
+        if np.allclose(x1, x, rtol=0, atol=1e-12):
+            raise NotApplicable(f"canary {spec.key!r}: the origin record equals the canary")
     else:
-        d1 = base.replace_row(0, -x, y)
-        what = "D′ negates the canary"
-    desc = (f"canary row 0 at norm {factor * r:.4g} (data norm {r:.4g}) along the optimum of the "
-            f"other rows; {what} (n={n}, p={p})")
-    return NeighbourPair(d0, d1, _direction(problem, d0, d1, x), canary, desc)
+        x1 = factor * uni.extreme(-u)
+        y1, what = y, "D′ puts the canary at the universe's far side"
+    background = _with_background(base, spec, origin, (x1, y1))
+    d0 = background.replace_row(0, x, y)
+    d1 = background.replace_row(0, x1, y1)
+    desc = (f"canary row 0 at norm {float(np.linalg.norm(x)):.4g} along the "
+            f"{spec.direction} direction, background {spec.background}; {what} (n={n}, p={p})")
+    return NeighbourPair(d0, d1, _direction(problem, d0, d1, x - x1), spec.key, desc)

@@ -14,8 +14,10 @@ change. It implements:
   set: that would leak), ``strong_convexity`` (per example), ``smoothness`` (``inf`` when non-smooth)
   and the ``constraint`` set (projection, membership, **diameter**);
 * optionally ``data_bounds()``: public bounds on the data universe (:data:`DATA_BOUNDS`: the norm
-  of every feature vector, the size of every label) that mechanisms may calibrate with;
-  :meth:`Problem.constants` publishes them beside L, D, Delta and beta;
+  of every feature vector, a box of its coordinates, the size of every label) that mechanisms may
+  calibrate with; :meth:`Problem.constants` publishes them beside L, D, Delta and beta; and
+  ``universe(p)`` (:class:`dpbench.core.universe.Universe`) when the universe has per-coordinate
+  bounds or depends on p (the privacy audit puts its canaries at its edge);
 * optionally ``norm_constants()``: constants of the ℓ1/ℓ∞ geometry (:data:`NORM_CONSTANTS`: an
   ℓ∞ bound on the gradients, the smoothness with respect to ‖·‖₁) for mechanisms that work in
   that geometry (private Frank–Wolfe on the ℓ1 ball, docs/frank-wolfe.md); also published by
@@ -47,6 +49,7 @@ from .tags import ProblemTags
 
 if TYPE_CHECKING:
     from ..numerics.kernels import LossKernel
+    from .universe import Universe
 
 
 #: The constants every problem declares (:meth:`Problem.constants`): L (Lipschitz), D
@@ -63,6 +66,11 @@ DATA_BOUNDS: dict[str, str] = {
     "data_norm_inf": "a bound on ‖x‖∞ (the largest |coordinate|) of every feature vector, for a "
                      "universe that is not a Euclidean ball (e.g. the cube ‖x‖∞ ≤ 1 of sign "
                      "designs); the universe is then the ball of data_norm cut by this cube",
+    "feature_low": "a lower bound on every coordinate of every feature vector (a box that need "
+                   "not be centred, e.g. 0 for features in [0, 1]^p); per-coordinate or "
+                   "p-dependent bounds: override Problem.universe(p)",
+    "feature_high": "an upper bound on every coordinate of every feature vector (with "
+                    "feature_low: the box low ≤ x ≤ high, cut by the ball of data_norm)",
 }
 
 #: Optional constants of the ℓ1/ℓ∞ geometry a problem may declare (:meth:`Problem.norm_constants`),
@@ -185,6 +193,22 @@ class Problem(Parametrized):
         data respect them.
         """
         return {}
+
+    def universe(self, p: int) -> Universe:
+        """The data universe at dimension ``p`` (:class:`dpbench.core.universe.Universe`): the
+        records the declared constants are proved over, where the privacy audit puts its
+        canaries. The default is the ball of ``data_norm`` cut by the cube of ``data_norm_inf``
+        and the box [``feature_low``, ``feature_high``] of :meth:`data_bounds` (each optional).
+        Override it when the universe has per-coordinate bounds or depends on p (features in
+        [0, 1]^p have the radius √p)."""
+        from .universe import Universe
+
+        b = self.data_bounds()
+        cube = float(b.get("data_norm_inf", math.inf))
+        low = max(-cube, float(b.get("feature_low", -math.inf)))
+        high = min(cube, float(b.get("feature_high", math.inf)))
+        return Universe(int(p), radius=float(b.get("data_norm", math.inf)), low=low, high=high,
+                        label_bound=float(b.get("label_bound", math.inf)))
 
     def norm_constants(self) -> dict[str, float]:
         """Declared constants of the ℓ1/ℓ∞ geometry, by name (a subset of :data:`NORM_CONSTANTS`;

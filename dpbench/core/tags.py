@@ -16,6 +16,8 @@ samplers of :mod:`dpbench.core.exact_samplers` follow the same rule.
 
 from __future__ import annotations
 
+import functools
+
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -104,6 +106,14 @@ def claims_hold(cls: type, owner: type) -> bool:
     sampler of the parent's Gibbs law — would then calibrate privacy (or sample) for a loss that
     is no longer the one evaluated. Such a subclass starts with no claims and declares its own.
     """
+    return _claims_hold(cls, owner)
+
+
+@functools.lru_cache(maxsize=512)
+def _claims_hold(cls: type, owner: type) -> bool:
+    # Classes are not redefined once created, so the answer is cached per (class, owner): a
+    # mechanism reads tags in every release, and resolving the MRO each time cost more than the
+    # release of a simple mechanism.
     return all(_resolve(cls, name) is _resolve(owner, name) for name in LOSS_DEFINING)
 
 

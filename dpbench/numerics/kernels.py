@@ -72,6 +72,22 @@ def sum_loss(loss, theta, X, y, prm):  # type: ignore[no-untyped-def]
 
 
 @njit(cache=False)
+def _row_losses(loss, thetas, X, y, prm, out):  # type: ignore[no-untyped-def]
+    for r in range(thetas.shape[0]):
+        out[r] = loss(thetas[r], X, y, prm, 0)
+
+
+def row_losses(kernel: LossKernel, thetas: np.ndarray, record: Any) -> np.ndarray:
+    """ℓ(θ_r; d) for every row θ_r of ``thetas`` and the one record of the dataset ``record``
+    (the privacy audit's loss-difference score, :mod:`dpbench.audit.scores`)."""
+    X, y = kernel_arrays(record)
+    thetas = np.ascontiguousarray(thetas, dtype=np.float64)
+    out = np.empty(thetas.shape[0])
+    _row_losses(kernel.loss, thetas, X, y, kernel.prm, out)
+    return out
+
+
+@njit(cache=False)
 def sum_grad(grad, theta, X, y, prm, out, work):  # type: ignore[no-untyped-def]
     """Writes Σᵢ ∇ℓ(θ; dᵢ) into ``out``; ``work`` is a length-p scratch vector."""
     p = theta.shape[0]
