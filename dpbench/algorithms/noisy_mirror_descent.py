@@ -73,7 +73,6 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 import numpy as np
-from numba import njit
 from scipy.optimize import brentq
 
 from ..core.algorithm import Algorithm, BatchRelease, Release
@@ -83,9 +82,10 @@ from ..core.problem import Dataset, Problem
 from ..core.ratecard import RateCard
 from ..core.sets import ConstraintSet
 from ..core.time_limit import checkpoint
+from ..numerics.jit import specialise
 from ..numerics.kernels import kernel_arrays, resolve_kernel
 from ..privacy.ledger import Charge, PrivacyLedger
-from .noisy_sgd import BLOCK, compiled_projection, project_balls
+from .noisy_sgd import BLOCK, compiled_projection, inlinable, project_balls
 
 __all__ = ["NoisyMirrorDescent", "Calibration", "calibrate", "composed_epsilon",
            "osmd_path", "osmd_chains", "expected_iterations"]
@@ -182,8 +182,13 @@ def expected_iterations(n: int, fresh: int) -> float:
 
 
 # --- the path ------------------------------------------------------------------------------------
-@njit(cache=False)
-def _osmd_block(grad, X, y, prm, idx, noise, seen, theta, acc, g, fresh, target, steps_left, eta,
+# The compiled loops are templates calling the global ``_kernel_grad``, compiled once per kernel by
+# :func:`_osmd_loops` with the kernel's gradient bound (and inlined) and cached on disk, as the loops
+# of :mod:`dpbench.algorithms.noisy_sgd` are (see its ``_compiled_loops``).
+_kernel_grad: Any = None  # bound per kernel by _osmd_loops
+
+
+def _osmd_block(X, y, prm, idx, noise, seen, theta, acc, g, fresh, target, steps_left, eta,
                 sigma, clip, centers, radii, tol, max_iter):  # type: ignore[no-untyped-def]
     """Up to len(idx) steps of B1 in place (θ, ``acc``, ``seen``); stops when ``fresh`` reaches
     ``target`` or after ``steps_left`` steps. Returns (steps done, fresh count).
@@ -203,7 +208,7 @@ def _osmd_block(grad, X, y, prm, idx, noise, seen, theta, acc, g, fresh, target,
             fresh += 1
             for j in range(p):
                 acc[j] += theta[j]
-            grad(theta, X, y, prm, i, g)
+            _kernel_grad(theta, X, y, prm, i, g)
             sq = 0.0
             for j in range(p):
                 sq += g[j] * g[j]
@@ -218,8 +223,7 @@ def _osmd_block(grad, X, y, prm, idx, noise, seen, theta, acc, g, fresh, target,
     return done, fresh
 
 
-@njit(cache=False)
-def _osmd_chains(grad, X, y, prm, rng, thetas, target, steps_cap, eta, sigma, clip, centers,
+def _osmd_chains(X, y, prm, rng, thetas, target, steps_cap, eta, sigma, clip, centers,
                  radii, tol, max_iter):  # type: ignore[no-untyped-def]
     """B1's gated loop for every row of ``thetas`` (each row's start on entry), chain after
     chain; row r ← the average of its fresh-step iterates (unprojected).
@@ -249,12 +253,28 @@ def _osmd_chains(grad, X, y, prm, rng, thetas, target, steps_cap, eta, sigma, cl
             for k in range(block):
                 for j in range(p):
                     noise[k, j] = rng.standard_normal()
-            done, fresh = _osmd_block(grad, X, y, prm, idx, noise, seen, theta, acc, g, fresh,
-                                      target, steps_cap - tau, eta, sigma, clip, centers, radii,
-                                      tol, max_iter)
+            done, fresh = _osmd_block(X, y, prm, idx, noise, seen, theta, acc, g, fresh, target,
+                                      steps_cap - tau, eta, sigma, clip, centers, radii, tol,
+                                      max_iter)
             tau += done
         for j in range(p):
             theta[j] = acc[j] / fresh
+
+
+_OSMD_LOOPS: dict[Any, tuple[Any, Any]] = {}
+
+
+def _osmd_loops(grad: Any) -> tuple[Any, Any]:
+    """(:func:`_osmd_block`, :func:`_osmd_chains`) compiled for the kernel gradient ``grad``
+    (inlined when :func:`dpbench.algorithms.noisy_sgd.inlinable`), once per process and
+    gradient, cached on disk (:func:`dpbench.numerics.jit.specialise`)."""
+    loops = _OSMD_LOOPS.get(grad)
+    if loops is None:
+        inline = inlinable(grad)
+        block = specialise(_osmd_block, {"_kernel_grad": inline})
+        loops = (block, specialise(_osmd_chains, {"_kernel_grad": inline, "_osmd_block": block}))
+        _OSMD_LOOPS[grad] = loops
+    return loops
 
 
 def _numpy_block(problem: Problem, data: Dataset, constraint: ConstraintSet, idx: np.ndarray,
@@ -314,14 +334,15 @@ def osmd_path(problem: Problem, data: Dataset, *, sigma: float, eta: float, lips
         prm = np.ascontiguousarray(kernel.prm, dtype=np.float64)
         centers, radii, tol, max_iter = projection
         g = np.zeros(p)
+        run_block = _osmd_loops(kernel.grad)[0]
     while fresh < target and tau < steps_cap:
         checkpoint()
         idx = rng.integers(0, n, size=block)
         noise = rng.standard_normal((block, p))
         if use_compiled:
-            done, fresh = _osmd_block(kernel.grad, X, y, prm, idx, noise, seen, theta, acc, g,
-                                      fresh, target, steps_cap - tau, eta, sigma,
-                                      float(lipschitz), centers, radii, tol, max_iter)
+            done, fresh = run_block(X, y, prm, idx, noise, seen, theta, acc, g, fresh, target,
+                                    steps_cap - tau, eta, sigma, float(lipschitz), centers, radii,
+                                    tol, max_iter)
         else:
             done, fresh = _numpy_block(problem, data, constraint, idx, noise, seen, theta, acc,
                                        fresh, target, steps_cap - tau, eta, sigma,
@@ -353,10 +374,11 @@ def osmd_chains(problem: Problem, data: Dataset, *, sigma: float, eta: float, li
     centers, radii, tol, max_iter = projection
     thetas = np.tile(np.asarray(constraint.center(p), dtype=float), (int(size), 1))
     per_call = max(1, CHAIN_BLOCK // max(steps_cap, 1))
+    chains = _osmd_loops(kernel.grad)[1]
     for lo in range(0, int(size), per_call):
         checkpoint()
-        _osmd_chains(kernel.grad, X, y, prm, rng, thetas[lo:lo + per_call], target, steps_cap,
-                     eta, sigma, float(lipschitz), centers, radii, tol, max_iter)
+        chains(X, y, prm, rng, thetas[lo:lo + per_call], target, steps_cap, eta, sigma,
+               float(lipschitz), centers, radii, tol, max_iter)
     return constraint.project(thetas)
 
 
