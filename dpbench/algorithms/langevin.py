@@ -389,6 +389,10 @@ class Langevin(Algorithm):
     privacy: ClassVar[str] = "approx"
     requires: ClassVar[tuple[str, ...]] = ("convex", "lipschitz", "smooth", "strongly_convex")
     version: ClassVar[str] = "1"
+    #: Generic harness at the audit suite's h = 0.2 (T ≈ 170 steps instead of ≈ 1700): its privacy
+    #: audit runs 10⁶ chains per side through ``run_batch`` (≈ 25 s per side at n = 4, p = 3).
+    #: The default h is checked by tests/plugins/test_langevin.py.
+    check_settings: ClassVar[dict[str, Any]] = {"params": {"h": 0.2}}
     params: ClassVar[dict[str, Param]] = {
         "calibration": Param("tight", kind="str", choices=CALIBRATIONS,
                              doc="tight: exact GDP path accountant, Δ = 2L/n (certified); "
