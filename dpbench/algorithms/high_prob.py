@@ -22,6 +22,7 @@ from ..core.registry import get_algorithm
 from ..numerics.jit import specialise
 from ..numerics.kernels import kernel_arrays, resolve_kernel
 from ..privacy.ledger import Charge, PrivacyLedger
+from .noisy_sgd import inlinable
 
 #: Built-in bases of each privacy kind (see the design note in :class:`HighProb`).
 PURE_BASES: tuple[str, ...] = ("output_perturbation", "exp_mech", "localize",
@@ -90,8 +91,6 @@ def _sum_losses_loop(loss: Any) -> Any:
     on disk: :func:`dpbench.numerics.jit.specialise`)."""
     loop = _SUM_LOSSES.get(loss)
     if loop is None:
-        from .noisy_sgd import inlinable
-
         loop = _SUM_LOSSES[loss] = specialise(_sum_losses_rows, {"_kernel_loss": inlinable(loss)})
     return loop
 

@@ -182,9 +182,9 @@ def expected_iterations(n: int, fresh: int) -> float:
 
 
 # --- the path ------------------------------------------------------------------------------------
-# The compiled loops are templates calling the global ``_kernel_grad``, compiled once per kernel by
-# :func:`_osmd_loops` with the kernel's gradient bound (and inlined) and cached on disk, as the loops
-# of :mod:`dpbench.algorithms.noisy_sgd` are (see its ``_compiled_loops``).
+# The compiled loops are templates calling the global ``_kernel_grad``, compiled once per kernel
+# by :func:`_osmd_loops` with the kernel's gradient bound (and inlined) and cached on disk, as the
+# loops of :mod:`dpbench.algorithms.noisy_sgd` are (see its ``_compiled_loops``).
 _kernel_grad: Any = None  # bound per kernel by _osmd_loops
 
 

@@ -266,11 +266,11 @@ _LOOPS: dict[Any, tuple[Any, Any]] = {}
 
 
 def inlinable(grad: Any) -> Any:
-    """The kernel gradient ``grad`` as a global to bind into a loop template
-    (:func:`dpbench.numerics.jit.specialise`): an ``inline="always"`` copy when ``grad`` is compiled
-    with numba's default options, else ``grad`` itself (called). Inlined at numba-IR level, the
-    gradient is compiled with the loop's options, so only a kernel with the default ones (no
-    fastmath, ...) may be inlined without changing its arithmetic."""
+    """A kernel function ``grad`` (a gradient, or a loss) as a global to bind into a loop
+    template (:func:`dpbench.numerics.jit.specialise`): an ``inline="always"`` copy when it is
+    compiled with numba's default options, else ``grad`` itself (called). Inlined at numba-IR
+    level, the function is compiled with the loop's options, so only a kernel with the default
+    ones (no fastmath, ...) may be inlined without changing its arithmetic."""
     options = dict(getattr(grad, "targetoptions", {"fastmath": None}))
     options.pop("nopython", None)
     plain = hasattr(grad, "py_func") and options in ({}, {"boundscheck": None})
