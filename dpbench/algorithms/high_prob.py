@@ -8,17 +8,21 @@ paper does not charge the selection step; we do.
 from __future__ import annotations
 
 import ast
+from collections.abc import Sequence
 from typing import Any, ClassVar
 
 import numpy as np
 
-from ..core.algorithm import Algorithm, Release
+from ..core.algorithm import Algorithm, BatchRelease, Release
 from ..core.errors import NotApplicable
 from ..core.params import Param
 from ..core.problem import Dataset, Problem
 from ..core.ratecard import RateCard
 from ..core.registry import get_algorithm
+from ..numerics.jit import specialise
+from ..numerics.kernels import kernel_arrays, resolve_kernel
 from ..privacy.ledger import Charge, PrivacyLedger
+from .noisy_sgd import inlinable
 
 #: Built-in bases of each privacy kind (see the design note in :class:`HighProb`).
 PURE_BASES: tuple[str, ...] = ("output_perturbation", "exp_mech", "localize",
@@ -30,26 +34,80 @@ def selection_probabilities(sum_losses: np.ndarray, epsilon_sel: float, L: float
                             diameter: float) -> np.ndarray:
     """Exponential-mechanism weights Pr[i] ∝ exp(−ε_sel·𝓛(θᵢ; D)/(2L‖C‖)) (BST14 Appendix D).
 
-    ``sum_losses`` are the **sum-scale** losses 𝓛(θᵢ; D) = Σⱼ ℓ(θᵢ; dⱼ) of candidates θᵢ ∈ C.
+    ``sum_losses`` are the **sum-scale** losses 𝓛(θᵢ; D) = Σⱼ ℓ(θᵢ; dⱼ) of candidates θᵢ ∈ C,
+    along the last axis (a (m, k) array holds m independent selections among k candidates).
     Computed stably (shifted by the minimum before exponentiating).
     """
     losses = np.asarray(sum_losses, dtype=float)
     c = epsilon_sel / (2.0 * L * diameter)
-    logits = -c * (losses - losses.min())
+    logits = -c * (losses - losses.min(axis=-1, keepdims=True))
     w = np.exp(logits)
-    return w / w.sum()
+    return w / w.sum(axis=-1, keepdims=True)
+
+
+def select_candidates(sum_losses: np.ndarray, epsilon_sel: float, L: float, diameter: float,
+                      rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+    """Row r of ``sum_losses`` (m, k): draw one index with :func:`selection_probabilities`, by
+    inverting the CDF at one uniform of ``rng`` per row (``rng.random(m)``).
+
+    Returns ``(indices (m,), probabilities (m, k))``.
+    """
+    probs = selection_probabilities(sum_losses, epsilon_sel, L, diameter)
+    u = rng.random(probs.shape[0])
+    # searchsorted(cdf, v, side="right") on each row: the number of CDF values ≤ v
+    idx = np.sum(np.cumsum(probs, axis=-1) <= (u * probs.sum(axis=-1))[:, None], axis=-1)
+    return np.minimum(idx, probs.shape[-1] - 1), probs
 
 
 def select_candidate(sum_losses: np.ndarray, epsilon_sel: float, L: float, diameter: float,
                      rng: np.random.Generator) -> tuple[int, np.ndarray]:
-    """Draw one index with :func:`selection_probabilities`; one uniform draw from ``rng``.
+    """Draw one index with :func:`selection_probabilities`; one uniform draw from ``rng``
+    (:func:`select_candidates` on one row).
 
     Returns ``(index, probabilities)``.
     """
-    probs = selection_probabilities(sum_losses, epsilon_sel, L, diameter)
-    u = float(rng.random())
-    idx = int(np.searchsorted(np.cumsum(probs), u * float(probs.sum()), side="right"))
-    return min(idx, probs.size - 1), probs
+    idx, probs = select_candidates(np.asarray(sum_losses, dtype=float)[None, :], epsilon_sel, L,
+                                   diameter, rng)
+    return int(idx[0]), probs[0]
+
+
+_kernel_loss: Any = None  # bound per kernel by _sum_losses_loop
+
+
+def _sum_losses_rows(X, y, prm, thetas, out):  # type: ignore[no-untyped-def]
+    """out[r] = Σᵢ ℓ(thetas[r]; dᵢ) by the kernel's loss (compiled per kernel)."""
+    for r in range(thetas.shape[0]):
+        total = 0.0
+        for i in range(X.shape[0]):
+            total += _kernel_loss(thetas[r], X, y, prm, i)
+        out[r] = total
+
+
+_SUM_LOSSES: dict[Any, Any] = {}
+
+
+def _sum_losses_loop(loss: Any) -> Any:
+    """:func:`_sum_losses_rows` compiled for the kernel loss ``loss`` (once per process, cached
+    on disk: :func:`dpbench.numerics.jit.specialise`)."""
+    loop = _SUM_LOSSES.get(loss)
+    if loop is None:
+        loop = _SUM_LOSSES[loss] = specialise(_sum_losses_rows, {"_kernel_loss": inlinable(loss)})
+    return loop
+
+
+def sum_losses(thetas: np.ndarray, data: Dataset, problem: Problem) -> np.ndarray:
+    """The sum-scale losses 𝓛(θ; D) = n·L̄(θ) of the rows of ``thetas`` (m, p): by the problem's
+    compiled kernel when it has one (equal to ``n * problem.risk`` up to the rounding of the
+    summation order), else ``n * problem.risk`` row by row."""
+    thetas = np.ascontiguousarray(thetas, dtype=float)
+    kernel = resolve_kernel(problem)
+    if kernel is None:
+        return np.array([data.n * problem.risk(theta, data) for theta in thetas])
+    X, y = kernel_arrays(data)
+    out = np.empty(thetas.shape[0])
+    _sum_losses_loop(kernel.loss)(X, y, np.ascontiguousarray(kernel.prm, dtype=np.float64),
+                                  thetas, out)
+    return out
 
 
 class _Rescale(ast.NodeTransformer):
@@ -107,6 +165,17 @@ class HighProb(Algorithm):
     ``objective_perturbation`` with its default Gamma noise) and ``high_prob_approx``
     (:class:`HighProbApprox`; bases ``noisy_sgd``, ``localize_gaussian``). The base's problem
     requirements are forwarded by :meth:`requirements`.
+
+    Audit path (``run_batch``): ``run``'s k candidates are k independent base releases (its child
+    generators ``rng.spawn(k)`` are independent streams) and its selection draws one uniform of
+    the parent generator, independent of them. So ``size`` releases are the base's
+    ``release_batch`` of k·size rows (or, without one, ``release_many`` fed the one generator for
+    every run, i.e. its runs drawn one after another from it), taken k per row, then one
+    vectorised selection per row (:func:`select_candidates`, one uniform per row, on the
+    candidates' sum-scale losses from :func:`sum_losses`: the problem's compiled kernel when it
+    has one, so the weights equal ``run``'s up to the rounding of the loss sums). The ledger is
+    ``run``'s (one charge per run from the base's ledger, which depends on public quantities only,
+    plus the selection).
     """
 
     name: ClassVar[str] = "high_prob"
@@ -164,14 +233,31 @@ class HighProb(Algorithm):
         )
 
     # --- running ------------------------------------------------------------------------------
-    def run(
-        self, data: Dataset, problem: Problem, *, epsilon: float, delta: float,
-        rng: np.random.Generator,
-    ) -> Release:
+    def _checked_base(self) -> Algorithm:
+        """The base mechanism; ``NotApplicable`` when its privacy kind is not the wrapper's."""
         base = self.base_algorithm()
         if base.privacy != self.privacy:
             raise NotApplicable(f"{self.name}: base {self.base!r} is {base.privacy!r}, the wrapper "
                                 f"is {self.privacy!r}")
+        return base
+
+    def _ledger(self, ledgers: Sequence[PrivacyLedger], eps_sel: float) -> PrivacyLedger:
+        """Basic composition: one charge per run (that run's ledger totals) plus the selection."""
+        charges = [Charge(f"{self.name} run {i + 1}/{self.runs}: {self.base} "
+                          f"({led.accounting})", led.epsilon, led.delta,
+                          "; ".join(c.theorem for c in led.charges), led.certified)
+                   for i, led in enumerate(ledgers)]
+        charges.append(Charge(
+            f"{self.name}: exponential-mechanism selection among {self.runs} candidates",
+            eps_sel, 0.0,
+            "BST14 Appendix D (charged: docs/bst14.md Errata 10); oscillation ≤ 2L‖C‖"))
+        return PrivacyLedger.from_charges(*charges)
+
+    def run(
+        self, data: Dataset, problem: Problem, *, epsilon: float, delta: float,
+        rng: np.random.Generator,
+    ) -> Release:
+        base = self._checked_base()
         eps_run, delta_run, eps_sel = self.run_budget(epsilon, delta)
         streams = rng.spawn(self.runs)
         releases = [base.release(data, problem, epsilon=eps_run, delta=delta_run, rng=s)
@@ -180,15 +266,7 @@ class HighProb(Algorithm):
         L = float(problem.lipschitz)
         diameter = float(problem.constraint.diameter)
         idx, probs = select_candidate(sum_losses, eps_sel, L, diameter, rng)
-        charges = [Charge(f"{self.name} run {i + 1}/{self.runs}: {self.base} "
-                          f"({r.ledger.accounting})", r.ledger.epsilon, r.ledger.delta,
-                          "; ".join(c.theorem for c in r.ledger.charges), r.ledger.certified)
-                   for i, r in enumerate(releases)]
-        charges.append(Charge(
-            f"{self.name}: exponential-mechanism selection among {self.runs} candidates",
-            eps_sel, 0.0,
-            "BST14 Appendix D (charged: docs/bst14.md Errata 10); oscillation ≤ 2L‖C‖"))
-        ledger = PrivacyLedger.from_charges(*charges)
+        ledger = self._ledger([r.ledger for r in releases], eps_sel)
         chosen = releases[idx]
         info: dict[str, Any] = {
             "base": self.base, "runs": self.runs, "selected": idx,
@@ -201,6 +279,30 @@ class HighProb(Algorithm):
             grad_queries=sum(r.grad_queries for r in releases),
             func_queries=sum(r.func_queries for r in releases) + self.runs * data.n,
             iterations=sum(r.iterations for r in releases), info=info)
+
+    def run_batch(
+        self, data: Dataset, problem: Problem, *, epsilon: float, delta: float,
+        rng: np.random.Generator, size: int,
+    ) -> BatchRelease:
+        """``size`` independent releases of :meth:`run` (class docstring, 'Audit path'): k·size
+        base releases, k per row, then one selection per row."""
+        base = self._checked_base()
+        eps_run, delta_run, eps_sel = self.run_budget(epsilon, delta)
+        k, p = self.runs, data.p
+        batch = base.release_batch(data, problem, epsilon=eps_run, delta=delta_run, rng=rng,
+                                   size=k * size)
+        if batch is not None:
+            candidates, ledgers = batch.thetas, [batch.ledger] * k
+        else:
+            releases = base.release_many(data, problem, epsilon=eps_run, delta=delta_run,
+                                         rngs=[rng] * (k * size))
+            candidates = np.stack([r.theta for r in releases])
+            ledgers = [r.ledger for r in releases[:k]]
+        candidates = candidates.reshape(size, k, p)
+        losses = sum_losses(candidates.reshape(size * k, p), data, problem).reshape(size, k)
+        idx, _ = select_candidates(losses, eps_sel, float(problem.lipschitz),
+                                   float(problem.constraint.diameter), rng)
+        return BatchRelease(candidates[np.arange(size), idx], self._ledger(ledgers, eps_sel))
 
 
 class HighProbApprox(HighProb):
@@ -223,5 +325,5 @@ class HighProbApprox(HighProb):
     }
 
 
-__all__ = ["HighProb", "HighProbApprox", "select_candidate", "selection_probabilities",
-           "rescaled_expression"]
+__all__ = ["HighProb", "HighProbApprox", "select_candidate", "select_candidates",
+           "selection_probabilities", "rescaled_expression", "sum_losses"]

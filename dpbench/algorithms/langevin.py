@@ -23,6 +23,11 @@ the same order) and ``ou_exact`` (A1.8: for an isotropic quadratic ℒ = (a/2)�
 unconstrained diffusion is an Ornstein–Uhlenbeck process, simulated exactly on the same time grid;
 its gradient difference between neighbours is θ-independent and ≤ 2L/n, so Lemma 2.2 covers the
 unconstrained path; the released point is projected onto C, which is post-processing).
+
+Audit path (``Langevin.run_batch``): many independent runs from one calibration, each row with the
+law of ``run``'s θ: the ULA chains in one compiled loop over rows (:func:`langevin_chains`, the
+steps of :func:`_ula_block`), the OU recursion on all rows at once (:func:`ou_path` on a (rows, p)
+array).
 """
 
 from __future__ import annotations
@@ -33,15 +38,15 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 import numpy as np
-from numba import njit
 
-from ..core.algorithm import Algorithm, Release
+from ..core.algorithm import Algorithm, BatchRelease, Release
 from ..core.errors import NotApplicable
 from ..core.params import Param
 from ..core.problem import Dataset, Problem
 from ..core.ratecard import RateCard
 from ..core.sets import Ball, BallAt, ConstraintSet
 from ..core.time_limit import checkpoint
+from ..numerics.jit import specialise
 from ..numerics.kernels import LossKernel, kernel_arrays, quadratic_loss, resolve_kernel
 from ..privacy.langevin import (
     beta_path_gdp,
@@ -56,9 +61,10 @@ from ..privacy.langevin import (
 )
 from ..privacy.ledger import Charge, PrivacyLedger
 from .gibbs import a8_lambda
-from .noisy_sgd import compiled_projection, project_balls
+from .noisy_sgd import compiled_projection, inlinable, project_balls, uses_compiled_path
 
-__all__ = ["Langevin", "LangevinPlan", "regularizer_strength", "langevin_path", "ou_path"]
+__all__ = ["Langevin", "LangevinPlan", "regularizer_strength", "langevin_path", "langevin_chains",
+           "ou_path"]
 
 CALIBRATIONS = ("tight", "literal")
 SAMPLERS = ("ula", "ou_exact")
@@ -68,6 +74,10 @@ REGULARIZE = ("none", "erm", "sco")
 #: Steps whose Gaussian noise is drawn at once (both paths draw ``rng.standard_normal((b, p))``
 #: for consecutive blocks of b ≤ BLOCK steps); ``checkpoint()`` runs between blocks.
 BLOCK = 2048
+
+#: Chain steps (rows × steps) per compiled call of :func:`langevin_chains`, and normals per block
+#: of the batched OU recursion; ``checkpoint()`` runs between them.
+BATCH_BLOCK = 32 * BLOCK
 
 # Λ with β's leading order inserted (β ≈ m ε² n²/(L² log 1/δ), the inner Λ dropped: log log).
 _LAMBDA_SC = "log(4*L*D*Delta*epsilon**2*n**2/(L**2*log(1/delta)*delta**2))"
@@ -133,9 +143,13 @@ def _exact_epsilon(beta: float, Delta: float, t: float, delta: float) -> float:
 
 
 # --- the ULA path ----------------------------------------------------------------------------------
-# Not cached on disk (a first-class kernel argument; see dpbench.algorithms.noisy_sgd._sgd_steps).
-@njit(cache=False)
-def _ula_block(grad, X, y, prm, theta, acc, noise, step, sd, clip, lam, center, centers, radii,
+# The compiled loops are templates calling the global ``_kernel_grad``, compiled once per kernel by
+# :func:`_ula_loops` with the kernel's gradient bound (and inlined) and cached on disk, as the
+# loops of :mod:`dpbench.algorithms.noisy_sgd` are (see its ``_compiled_loops``).
+_kernel_grad: Any = None  # bound per kernel by _ula_loops
+
+
+def _ula_block(X, y, prm, theta, acc, noise, step, sd, clip, lam, center, centers, radii,
                tol, max_iter, keep):  # type: ignore[no-untyped-def]
     """``noise.shape[0]`` steps of θ ← Π(θ − step·(ḡ(θ) + λ(θ − c)) + sd·ξ_k) in place, with
     ḡ = (1/n)Σᵢ clip(∇ℓ(θ; dᵢ)); acc += θ after each step when ``keep``."""
@@ -147,7 +161,7 @@ def _ula_block(grad, X, y, prm, theta, acc, noise, step, sd, clip, lam, center, 
         for j in range(p):
             g[j] = 0.0
         for i in range(n):
-            grad(theta, X, y, prm, i, work)
+            _kernel_grad(theta, X, y, prm, i, work)
             sq = 0.0
             for j in range(p):
                 sq += work[j] * work[j]
@@ -175,11 +189,41 @@ def _numpy_step(problem: Problem, data: Dataset, constraint: ConstraintSet, thet
     return constraint.project(theta - step * (g + lam * (theta - center)) + sd * noise)
 
 
-def _noise_blocks(steps: int, p: int, rng: np.random.Generator):  # type: ignore[no-untyped-def]
-    """Consecutive (b, p) standard-normal blocks, b ≤ BLOCK, covering ``steps`` steps."""
-    for start in range(0, steps, BLOCK):
+def _ula_chains(X, y, prm, rng, thetas, accs, noise, step, sd, clip, lam, center, centers,
+                radii, tol, max_iter, keep):  # type: ignore[no-untyped-def]
+    """``noise.shape[0]`` steps of every chain (row r of ``thetas`` and of ``accs``), chain after
+    chain: the chain's normals drawn from ``rng`` into the scratch block ``noise`` in the order
+    ``rng.standard_normal(noise.shape)`` fills it, then the steps of :func:`_ula_block`."""
+    for r in range(thetas.shape[0]):
+        for k in range(noise.shape[0]):
+            for j in range(noise.shape[1]):
+                noise[k, j] = rng.standard_normal()
+        _ula_block(X, y, prm, thetas[r], accs[r], noise, step, sd, clip, lam, center,
+                   centers, radii, tol, max_iter, keep)
+
+
+_ULA_LOOPS: dict[Any, tuple[Any, Any]] = {}
+
+
+def _ula_loops(grad: Any) -> tuple[Any, Any]:
+    """(:func:`_ula_block`, :func:`_ula_chains`) compiled for the kernel gradient ``grad``
+    (inlined when :func:`dpbench.algorithms.noisy_sgd.inlinable`), once per process and
+    gradient, cached on disk (:func:`dpbench.numerics.jit.specialise`)."""
+    loops = _ULA_LOOPS.get(grad)
+    if loops is None:
+        inline = inlinable(grad)
+        block = specialise(_ula_block, {"_kernel_grad": inline})
+        loops = (block, specialise(_ula_chains, {"_kernel_grad": inline, "_ula_block": block}))
+        _ULA_LOOPS[grad] = loops
+    return loops
+
+
+def _noise_blocks(steps: int, shape: tuple[int, ...], rng: np.random.Generator,
+                  block: int = BLOCK):  # type: ignore[no-untyped-def]
+    """Consecutive (b, *shape) standard-normal blocks, b ≤ ``block``, covering ``steps`` steps."""
+    for start in range(0, steps, block):
         checkpoint()
-        yield rng.standard_normal((min(BLOCK, steps - start), p))
+        yield rng.standard_normal((min(block, steps - start), *shape))
 
 
 def langevin_path(problem: Problem, data: Dataset, *, constraint: ConstraintSet, theta0: np.ndarray,
@@ -208,11 +252,12 @@ def langevin_path(problem: Problem, data: Dataset, *, constraint: ConstraintSet,
         X, y = kernel_arrays(data)
         prm = np.ascontiguousarray(kernel.prm, dtype=np.float64)
         centers, radii, tol, max_iter = projection
-        for noise in _noise_blocks(steps, p, rng):
-            _ula_block(kernel.grad, X, y, prm, theta, acc, noise, step, sd, clip, lam, center,
-                       centers, radii, tol, max_iter, keep)
+        block = _ula_loops(kernel.grad)[0]
+        for noise in _noise_blocks(steps, (p,), rng):
+            block(X, y, prm, theta, acc, noise, step, sd, clip, lam, center, centers, radii, tol,
+                  max_iter, keep)
     else:
-        for noise in _noise_blocks(steps, p, rng):
+        for noise in _noise_blocks(steps, (p,), rng):
             for k in range(noise.shape[0]):
                 theta = _numpy_step(problem, data, constraint, theta, noise[k], step, sd, clip,
                                     lam, center)
@@ -222,17 +267,61 @@ def langevin_path(problem: Problem, data: Dataset, *, constraint: ConstraintSet,
     return out, "compiled" if use_compiled else "numpy"
 
 
+def langevin_chains(problem: Problem, data: Dataset, *, constraint: ConstraintSet,
+                    theta0: np.ndarray, steps: int, eta: float, beta: float, clip: float,
+                    lam: float = 0.0, center: np.ndarray | None = None, output: str = "last",
+                    rng: np.random.Generator) -> np.ndarray | None:
+    """Independent runs of :func:`langevin_path` (same arguments) from the starts ``theta0``
+    (rows, p), as the rows of a (rows, p) array, all drawn from ``rng``; ``None`` when the path
+    is not compiled (no kernel or C not ball-type: the numpy fallback calls ``problem.grad`` at
+    one θ, which cannot be batched across chains).
+
+    One compiled call (:func:`_ula_chains`) advances up to ``BATCH_BLOCK // steps`` chains (at
+    least one) by up to ``BLOCK`` steps, with the steps of :func:`_ula_block` and fresh N(0, I_p)
+    normals per step and chain, so each row has the law of :func:`langevin_path`'s output (not
+    the value of any single run: the chains interleave their draws). ``checkpoint()`` runs
+    between calls.
+    """
+    kernel = resolve_kernel(problem)
+    projection = compiled_projection(constraint, data.p)
+    if kernel is None or projection is None:
+        return None
+    p = data.p
+    center = np.zeros(p) if center is None else np.asarray(center, dtype=float)
+    thetas = np.array(theta0, dtype=float, order="C")
+    accs = np.zeros_like(thetas)
+    step, sd = eta * beta, math.sqrt(2.0 * eta)
+    X, y = kernel_arrays(data)
+    prm = np.ascontiguousarray(kernel.prm, dtype=np.float64)
+    centers, radii, tol, max_iter = projection
+    keep = output == "average"
+    per_call = max(1, BATCH_BLOCK // max(steps, 1))
+    noise = np.empty((min(BLOCK, steps), p))
+    chains = _ula_loops(kernel.grad)[1]
+    for lo in range(0, thetas.shape[0], per_call):
+        rows, sums = thetas[lo:lo + per_call], accs[lo:lo + per_call]
+        for start in range(0, steps, BLOCK):
+            checkpoint()
+            chains(X, y, prm, rng, rows, sums, noise[:min(BLOCK, steps - start)], step, sd, clip,
+                   lam, center, centers, radii, tol, max_iter, keep)
+    return constraint.project(accs / steps) if keep else thetas
+
+
 def ou_path(center: np.ndarray, curvature: float, *, theta0: np.ndarray, steps: int, eta: float,
             beta: float, output: str = "last", rng: np.random.Generator) -> np.ndarray:
     """Exact Ornstein–Uhlenbeck transitions on the grid kη (A1.8, [derived]): for ℒ = (a/2)‖θ − c‖²,
     θ ← c + e^{−βaη}(θ − c) + √((1 − e^{−2βaη})/(βa))·ξ. Unconstrained; returns the last point
-    or the mean of θ_1, …, θ_T (the caller projects). Draws the same noise blocks as ULA."""
+    or the mean of θ_1, …, θ_T (the caller projects). Draws the same noise blocks as ULA.
+
+    ``theta0`` and ``center`` may also be (rows, p): independent runs, one per row (the audit
+    path), the normals then drawn in (b, rows, p) blocks of at most ``BATCH_BLOCK`` values."""
     rate = beta * curvature
     decay = math.exp(-rate * eta)
     sd = math.sqrt(-math.expm1(-2.0 * rate * eta) / rate)
     theta = np.array(theta0, dtype=float) - center
     acc = np.zeros_like(theta)
-    for noise in _noise_blocks(steps, theta.shape[0], rng):
+    block = BLOCK if theta.ndim == 1 else max(1, BATCH_BLOCK // theta.size)
+    for noise in _noise_blocks(steps, theta.shape, rng, block):
         for k in range(noise.shape[0]):
             theta = decay * theta + sd * noise[k]
             acc += theta
@@ -281,6 +370,14 @@ class Langevin(Algorithm):
     (the regulariser cancels). The engine measures the excess on the original problem.
 
     Utility (GTU Thm 2.3 via A5): ERM Õ(L²p·log(1/δ)·Λ/(mε²n²)); see :meth:`rate_card`.
+
+    Audit path (``run_batch``): the plan and the ledger once (:meth:`plan`, shared with ``run``),
+    the starts θ₀ ~ Unif(C) drawn row by row (:meth:`_start`), then the same chain per row: ULA by
+    :func:`langevin_chains` (one compiled loop over rows, the steps of ``run``), OU by
+    :func:`ou_path` on all rows at once, each row with its own c = θ₀ − ∇ℒ(θ₀)/a as in ``run``.
+    Every draw comes from the one generator, so each row has the law of ``run``'s θ. ULA without
+    a problem kernel or on a C that is not ball-type returns ``None`` (``run``'s numpy fallback
+    evaluates ``problem.grad`` at one θ at a time, which does not batch across chains).
     """
 
     name: ClassVar[str] = "langevin"
@@ -292,6 +389,10 @@ class Langevin(Algorithm):
     privacy: ClassVar[str] = "approx"
     requires: ClassVar[tuple[str, ...]] = ("convex", "lipschitz", "smooth", "strongly_convex")
     version: ClassVar[str] = "1"
+    #: Generic harness at the audit suite's h = 0.2 (T ≈ 170 steps instead of ≈ 1700): its privacy
+    #: audit runs 10⁶ chains per side through ``run_batch`` (≈ 25 s per side at n = 4, p = 3).
+    #: The default h is checked by tests/plugins/test_langevin.py.
+    check_settings: ClassVar[dict[str, Any]] = {"params": {"h": 0.2}}
     params: ClassVar[dict[str, Param]] = {
         "calibration": Param("tight", kind="str", choices=CALIBRATIONS,
                              doc="tight: exact GDP path accountant, Δ = 2L/n (certified); "
@@ -389,6 +490,23 @@ class Langevin(Algorithm):
         sample = getattr(constraint, "sample_uniform", None)
         return np.asarray(sample(p, rng), dtype=float) if sample else constraint.center(p)
 
+    def _ou_curvature(self, problem: Problem, plan: LangevinPlan, p: int) -> float:
+        """a of the isotropic quadratic (a/2)‖θ − d‖² that ``ou_exact`` simulates; raises
+        ``NotApplicable`` when the stationary spread 3√(p/(βa)) exceeds the radius of C (A1.8)."""
+        a = float(_isotropic_quadratic(problem).prm[0])  # type: ignore[union-attr]
+        radius = float(problem.constraint.diameter) / 2.0
+        if 3.0 * math.sqrt(p / (plan.beta * a)) > radius:
+            raise NotApplicable(
+                f"{self.name}: sampler='ou_exact' simulates the unconstrained diffusion; its "
+                f"stationary spread 3√(p/(βa)) = {3 * math.sqrt(p / (plan.beta * a)):.3g} "
+                f"exceeds the radius {radius:g} of C, where reflection matters (A1.8)")
+        return a
+
+    @staticmethod
+    def _ou_center(problem: Problem, data: Dataset, theta0: np.ndarray, a: float) -> np.ndarray:
+        """c = θ₀ − ∇ℒ(θ₀)/a (= d̄): one full gradient."""
+        return theta0 - problem.full_grad(theta0, data) / a
+
     def _ledger(self, plan: LangevinPlan, n: int, L: float, epsilon: float,
                 delta: float) -> tuple[PrivacyLedger, dict[str, Any]]:
         mu = ld_gdp_mu(plan.beta, plan.Delta, plan.t)
@@ -420,14 +538,8 @@ class Langevin(Algorithm):
         L = float(problem.lipschitz)
         theta0 = self._start(constraint, p, rng)
         if self.sampler == "ou_exact":
-            a = float(_isotropic_quadratic(problem).prm[0])  # type: ignore[union-attr]
-            radius = float(constraint.diameter) / 2.0
-            if 3.0 * math.sqrt(p / (plan.beta * a)) > radius:
-                raise NotApplicable(
-                    f"{self.name}: sampler='ou_exact' simulates the unconstrained diffusion; its "
-                    f"stationary spread 3√(p/(βa)) = {3 * math.sqrt(p / (plan.beta * a)):.3g} "
-                    f"exceeds the radius {radius:g} of C, where reflection matters (A1.8)")
-            center = theta0 - problem.full_grad(theta0, data) / a  # one full gradient: c = d̄
+            a = self._ou_curvature(problem, plan, p)
+            center = self._ou_center(problem, data, theta0, a)
             raw = ou_path(center, a, theta0=theta0, steps=plan.steps, eta=plan.eta,
                           beta=plan.beta, output=self.output, rng=rng)
             theta, path, queries = constraint.project(raw), "ou_exact", n
@@ -447,3 +559,28 @@ class Langevin(Algorithm):
                 "clip_norm": L, **pinfo}
         return Release(theta=np.asarray(theta, dtype=float), ledger=ledger, grad_queries=queries,
                        iterations=plan.steps, info=info)
+
+    def run_batch(self, data: Dataset, problem: Problem, *, epsilon: float, delta: float,
+                  rng: np.random.Generator, size: int) -> BatchRelease | None:
+        """``size`` independent runs of :meth:`run` (see the class docstring, 'Audit path');
+        ``None`` for ULA without a compiled path (no kernel, or C not ball-type)."""
+        n, p = data.n, data.p
+        constraint = problem.constraint
+        if self.sampler == "ula" and not uses_compiled_path(problem, constraint, p):
+            return None
+        plan = self.plan(problem, n, p, epsilon, delta)
+        L = float(problem.lipschitz)
+        a = self._ou_curvature(problem, plan, p) if self.sampler == "ou_exact" else 0.0
+        theta0 = np.stack([self._start(constraint, p, rng) for _ in range(int(size))])
+        if self.sampler == "ou_exact":
+            center = np.stack([self._ou_center(problem, data, row, a) for row in theta0])
+            thetas = constraint.project(ou_path(center, a, theta0=theta0, steps=plan.steps,
+                                                eta=plan.eta, beta=plan.beta, output=self.output,
+                                                rng=rng))
+        else:
+            thetas = langevin_chains(
+                problem, data, constraint=constraint, theta0=theta0, steps=plan.steps,
+                eta=plan.eta, beta=plan.beta, clip=L, lam=plan.lam, center=constraint.center(p),
+                output=self.output, rng=rng)
+        ledger, _ = self._ledger(plan, n, L, epsilon, delta)
+        return BatchRelease(np.asarray(thetas, dtype=float), ledger)

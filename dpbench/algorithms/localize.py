@@ -10,31 +10,48 @@ the KINK-SC oracles O5/O6 with their reference run, and Errata 2 and 5 are in do
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from typing import Any, ClassVar
 
 import numpy as np
 from scipy.stats import chi2
 
-from ..core.algorithm import Algorithm, Release
+from ..core.algorithm import Algorithm, BatchRelease, Release
 from ..core.errors import NotApplicable
 from ..core.params import Param
 from ..core.problem import Dataset, Problem
 from ..core.ratecard import RateCard
 from ..core.sets import BallAt, Intersection
 from ..core.tags import get_tags
+from ..numerics.kernels import resolve_kernel
 from ..numerics.samplers.expmech import sample_expmech
 from ..privacy.accountant import ACCOUNTING, calibrate_noisy_sgd, noisy_sgd_epsilon
 from ..privacy.gaussian import analytic_gaussian_sigma, classical_gaussian_sigma
 from ..privacy.ledger import Charge, PrivacyLedger
 from ..privacy.noise import gaussian_noise
 from ..theory.expected_excess import localize_radius
-from .noisy_sgd import noisy_sgd_path
+from .noisy_sgd import compiled_projection, noisy_sgd_chains, noisy_sgd_path
 from .output_perturbation import OutputPerturbation, SolverGapExceeded
 
 _SOLVER_GAP = Param(
     1e-10, kind="float", low=0.0, high=math.inf, high_open=True,
     doc="public bound on the solver's certified gap (average scale); inflates the step-1 "
         "sensitivity by 2·√(2·solver_gap/Δ) (docs/bst14.md)")
+
+
+@dataclass(frozen=True)
+class _GaussianPlan:
+    """What a Localize-δ run computes before its first draw (:meth:`LocalizeGaussian._plan`): the
+    non-private optimum and the public calibration of both steps."""
+
+    opt: Any
+    sensitivity: float
+    sigma0: float
+    r0: float
+    steps: int
+    z: float
+    sigma: float
+    eps_sgd: float
 
 
 def localization_region(problem: Problem, theta0: np.ndarray, r0: float) -> Intersection:
@@ -212,6 +229,13 @@ class LocalizeGaussian(Algorithm):
     NoisySGD-SC bound, which does not depend on the diameter: the **same order as A1-SC** (R4).
     The paper itself says this algorithm is not needed; it is here for completeness and as a
     check that localisation does not hurt.
+
+    Audit path (``run_batch``): one solve and one calibration (:meth:`_plan`, shared with
+    ``run``), the step-1 noises of all rows in one draw, then the rows' NoisySGD runs in one
+    compiled loop (:func:`~dpbench.algorithms.noisy_sgd.noisy_sgd_chains` with each row's ball
+    B(θ₀, r₀) as its own centre, from Π_{C₀}(θ₀) as in ``run``), all from the one generator: each
+    row has the law of ``run``'s θ. ``None`` when NoisySGD is not compiled on C₀ (no problem
+    kernel, or C not a ball).
     """
 
     name: ClassVar[str] = "localize_gaussian"
@@ -287,10 +311,11 @@ class LocalizeGaussian(Algorithm):
         return sigma0 * math.sqrt(float(chi2.isf(float(n) ** -3, p)))
 
     # --- running ------------------------------------------------------------------------------
-    def run(
-        self, data: Dataset, problem: Problem, *, epsilon: float, delta: float,
-        rng: np.random.Generator,
-    ) -> Release:
+    def _plan(self, data: Dataset, problem: Problem, epsilon: float,
+              delta: float) -> _GaussianPlan:
+        """The solve (refused above the public ``solver_gap``) and both steps' calibration at
+        (ε/2, δ/2) each: σ₀, r₀, T = n² − 1 and NoisySGD's σ, from public quantities only
+        (shared by :meth:`run` and :meth:`run_batch`)."""
         n, p = data.n, data.p
         L = float(problem.lipschitz)
         Delta = float(problem.strong_convexity)
@@ -302,31 +327,72 @@ class LocalizeGaussian(Algorithm):
                 f"solver_gap={self.solver_gap:.3g} the noise is calibrated for; raise solver_gap")
         sensitivity = OutputPerturbation(solver_gap=self.solver_gap).sensitivity(n, L, Delta)
         sigma0 = self.sigma0(sensitivity, half_eps, half_delta)
-        b = gaussian_noise(p, sigma0, rng)
-        theta0 = problem.constraint.project(np.asarray(opt.theta, dtype=float) + b)
-        r0 = self.radius(n, p, sigma0)
-        region = localization_region(problem, theta0, r0)
-
         steps = n * n - 1
         z = calibrate_noisy_sgd(half_eps, half_delta, n, steps)
-        sigma = 2.0 * n * L * z
-        theta = noisy_sgd_path(
-            problem, data, constraint=region, steps=steps, sigma=sigma, lipschitz=L,
-            variant="strongly_convex", strong_convexity=Delta, output=self.output, rng=rng)
-        eps_sgd = noisy_sgd_epsilon(z, n, steps, half_delta)
-        ledger = PrivacyLedger.from_charges(
+        return _GaussianPlan(opt=opt, sensitivity=sensitivity, sigma0=sigma0,
+                             r0=self.radius(n, p, sigma0), steps=steps, z=z,
+                             sigma=2.0 * n * L * z,
+                             eps_sgd=noisy_sgd_epsilon(z, n, steps, half_delta))
+
+    def _ledger(self, plan: _GaussianPlan, epsilon: float, delta: float) -> PrivacyLedger:
+        """Basic composition of step 1 at (ε/2, δ/2) and NoisySGD's accounted (≤ ε/2, δ/2)."""
+        return PrivacyLedger.from_charges(
             Charge(f"localize_gaussian step 1: Gaussian output perturbation ({self.calibration})",
-                   half_eps, half_delta,
+                   epsilon / 2.0, delta / 2.0,
                    "BST14 App. B (A3δ) with the standard Gaussian calibration "
                    "(docs/bst14.md Errata 5)"),
-            Charge(f"localize_gaussian step 2: noisy SGD on C ∩ B(θ₀, r₀), {steps} steps "
-                   f"(z={z:.6g}, {ACCOUNTING})", eps_sgd, half_delta,
+            Charge(f"localize_gaussian step 2: noisy SGD on C ∩ B(θ₀, r₀), {plan.steps} steps "
+                   f"(z={plan.z:.6g}, {ACCOUNTING})", plan.eps_sgd, delta / 2.0,
                    "BST14 Thm 2.1 / Thm B.1; RDP of the sampled Gaussian"))
+
+    def run(
+        self, data: Dataset, problem: Problem, *, epsilon: float, delta: float,
+        rng: np.random.Generator,
+    ) -> Release:
+        p = data.p
+        L = float(problem.lipschitz)
+        plan = self._plan(data, problem, epsilon, delta)
+        opt, steps = plan.opt, plan.steps
+        b = gaussian_noise(p, plan.sigma0, rng)
+        theta0 = problem.constraint.project(np.asarray(opt.theta, dtype=float) + b)
+        region = localization_region(problem, theta0, plan.r0)
+        theta = noisy_sgd_path(
+            problem, data, constraint=region, steps=steps, sigma=plan.sigma, lipschitz=L,
+            variant="strongly_convex", strong_convexity=float(problem.strong_convexity),
+            output=self.output, rng=rng)
         info: dict[str, Any] = {
-            "theta0": theta0.tolist(), "r0": r0, "sigma0": sigma0, "sensitivity": sensitivity,
-            "radius_rule": self.radius_rule, "calibration": self.calibration,
-            "output": self.output, "z": z, "sigma": sigma, "steps": steps,
-            "accounted_epsilon_sgd": eps_sgd, "solver_gap": float(opt.gap),
+            "theta0": theta0.tolist(), "r0": plan.r0, "sigma0": plan.sigma0,
+            "sensitivity": plan.sensitivity, "radius_rule": self.radius_rule,
+            "calibration": self.calibration, "output": self.output, "z": plan.z,
+            "sigma": plan.sigma, "steps": steps, "accounted_epsilon_sgd": plan.eps_sgd,
+            "solver_gap": float(opt.gap),
         }
-        return Release(theta=np.asarray(theta, dtype=float), ledger=ledger, grad_queries=steps,
+        return Release(theta=np.asarray(theta, dtype=float),
+                       ledger=self._ledger(plan, epsilon, delta), grad_queries=steps,
                        iterations=steps + int(opt.iterations), info=info)
+
+    def run_batch(
+        self, data: Dataset, problem: Problem, *, epsilon: float, delta: float,
+        rng: np.random.Generator, size: int,
+    ) -> BatchRelease | None:
+        """``size`` independent runs of :meth:`run` (class docstring, 'Audit path'); ``None``
+        when NoisySGD on C ∩ B(θ₀, r₀) is not compiled."""
+        p = data.p
+        plan = self._plan(data, problem, epsilon, delta)
+        template = localization_region(problem, problem.constraint.center(p), plan.r0)
+        projection = compiled_projection(template, p)
+        if projection is None or resolve_kernel(problem) is None:
+            return None
+        b = gaussian_noise(p, plan.sigma0, rng, size=size)
+        theta0 = problem.constraint.project(np.asarray(plan.opt.theta, dtype=float)[None, :] + b)
+        # localization_region puts B(θ₀, r₀) last: each row's own centre replaces the template's.
+        centers = np.repeat(projection[0][None], size, axis=0)
+        centers[:, -1, :] = theta0
+        thetas = noisy_sgd_chains(
+            problem, data, constraint=template, steps=plan.steps, sigma=plan.sigma,
+            lipschitz=float(problem.lipschitz), variant="strongly_convex",
+            strong_convexity=float(problem.strong_convexity), output=self.output, rng=rng,
+            size=size, centers=centers)
+        if thetas is None:
+            return None
+        return BatchRelease(thetas, self._ledger(plan, epsilon, delta))

@@ -60,6 +60,10 @@ the grid's ε (then a budget cap); ``"budget"`` (default) spends the grid's ε.
 Utility (Theorem 6 [RECON], Remark 1): E F(w̄) − min F = O(LD(1/√n + √p·log(3/δ̄)/(ε̄ n))); in the
 regime the privacy term dominates, so at fixed ε̄ the population excess falls like n^−1, and like
 n^−½ along the theorem path.
+
+Audit path (``NoisyMirrorDescent.run_batch``): the calibration once, then :func:`osmd_chains` runs
+the gated loop of :func:`osmd_path` for every row in one compiled loop, each row drawing its own
+index and noise blocks from the one generator, so each row has the law of ``run``'s θ.
 """
 
 from __future__ import annotations
@@ -69,27 +73,31 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 import numpy as np
-from numba import njit
 from scipy.optimize import brentq
 
-from ..core.algorithm import Algorithm, Release
+from ..core.algorithm import Algorithm, BatchRelease, Release
 from ..core.errors import NotApplicable
 from ..core.params import Param
 from ..core.problem import Dataset, Problem
 from ..core.ratecard import RateCard
 from ..core.sets import ConstraintSet
 from ..core.time_limit import checkpoint
+from ..numerics.jit import specialise
 from ..numerics.kernels import kernel_arrays, resolve_kernel
 from ..privacy.ledger import Charge, PrivacyLedger
-from .noisy_sgd import BLOCK, compiled_projection, project_balls
+from .noisy_sgd import BLOCK, compiled_projection, inlinable, project_balls
 
 __all__ = ["NoisyMirrorDescent", "Calibration", "calibrate", "composed_epsilon",
-           "osmd_path", "expected_iterations"]
+           "osmd_path", "osmd_chains", "expected_iterations"]
 
 CALIBRATIONS = ("paper", "tight")
 
 #: The safety cap on iterations, as a multiple of n (ours, docs/sco.md; Theorem 2's 2n).
 CAP_FACTOR = 2
+
+#: Steps (rows × the cap 2n) per compiled call of :func:`osmd_chains`; ``checkpoint()`` runs
+#: between calls.
+CHAIN_BLOCK = 8 * BLOCK
 
 
 @dataclass(frozen=True)
@@ -174,8 +182,13 @@ def expected_iterations(n: int, fresh: int) -> float:
 
 
 # --- the path ------------------------------------------------------------------------------------
-@njit(cache=False)
-def _osmd_block(grad, X, y, prm, idx, noise, seen, theta, acc, g, fresh, target, steps_left, eta,
+# The compiled loops are templates calling the global ``_kernel_grad``, compiled once per kernel
+# by :func:`_osmd_loops` with the kernel's gradient bound (and inlined) and cached on disk, as the
+# loops of :mod:`dpbench.algorithms.noisy_sgd` are (see its ``_compiled_loops``).
+_kernel_grad: Any = None  # bound per kernel by _osmd_loops
+
+
+def _osmd_block(X, y, prm, idx, noise, seen, theta, acc, g, fresh, target, steps_left, eta,
                 sigma, clip, centers, radii, tol, max_iter):  # type: ignore[no-untyped-def]
     """Up to len(idx) steps of B1 in place (θ, ``acc``, ``seen``); stops when ``fresh`` reaches
     ``target`` or after ``steps_left`` steps. Returns (steps done, fresh count).
@@ -195,7 +208,7 @@ def _osmd_block(grad, X, y, prm, idx, noise, seen, theta, acc, g, fresh, target,
             fresh += 1
             for j in range(p):
                 acc[j] += theta[j]
-            grad(theta, X, y, prm, i, g)
+            _kernel_grad(theta, X, y, prm, i, g)
             sq = 0.0
             for j in range(p):
                 sq += g[j] * g[j]
@@ -208,6 +221,60 @@ def _osmd_block(grad, X, y, prm, idx, noise, seen, theta, acc, g, fresh, target,
         project_balls(theta, centers, radii, tol, max_iter)
         done += 1
     return done, fresh
+
+
+def _osmd_chains(X, y, prm, rng, thetas, target, steps_cap, eta, sigma, clip, centers,
+                 radii, tol, max_iter):  # type: ignore[no-untyped-def]
+    """B1's gated loop for every row of ``thetas`` (each row's start on entry), chain after
+    chain; row r ← the average of its fresh-step iterates (unprojected).
+
+    The loop of :func:`osmd_path`, compiled over rows: per block of b = min(``BLOCK``, n) steps,
+    b draws ``rng.integers(0, n)`` then b·p draws ``rng.standard_normal()`` (the values of
+    ``rng.integers(0, n, b)`` and ``rng.standard_normal((b, p))`` in law), then
+    :func:`_osmd_block`, until ``target`` fresh steps or ``steps_cap`` steps.
+    """
+    n = X.shape[0]
+    p = thetas.shape[1]
+    block = min(BLOCK, n)
+    seen = np.empty(n, np.bool_)
+    acc = np.empty(p)
+    g = np.empty(p)
+    idx = np.empty(block, np.int64)
+    noise = np.empty((block, p))
+    for r in range(thetas.shape[0]):
+        theta = thetas[r]
+        seen[:] = False
+        acc[:] = 0.0
+        g[:] = 0.0
+        tau = fresh = 0
+        while fresh < target and tau < steps_cap:
+            for k in range(block):
+                idx[k] = rng.integers(0, n)
+            for k in range(block):
+                for j in range(p):
+                    noise[k, j] = rng.standard_normal()
+            done, fresh = _osmd_block(X, y, prm, idx, noise, seen, theta, acc, g, fresh, target,
+                                      steps_cap - tau, eta, sigma, clip, centers, radii, tol,
+                                      max_iter)
+            tau += done
+        for j in range(p):
+            theta[j] = acc[j] / fresh
+
+
+_OSMD_LOOPS: dict[Any, tuple[Any, Any]] = {}
+
+
+def _osmd_loops(grad: Any) -> tuple[Any, Any]:
+    """(:func:`_osmd_block`, :func:`_osmd_chains`) compiled for the kernel gradient ``grad``
+    (inlined when :func:`dpbench.algorithms.noisy_sgd.inlinable`), once per process and
+    gradient, cached on disk (:func:`dpbench.numerics.jit.specialise`)."""
+    loops = _OSMD_LOOPS.get(grad)
+    if loops is None:
+        inline = inlinable(grad)
+        block = specialise(_osmd_block, {"_kernel_grad": inline})
+        loops = (block, specialise(_osmd_chains, {"_kernel_grad": inline, "_osmd_block": block}))
+        _OSMD_LOOPS[grad] = loops
+    return loops
 
 
 def _numpy_block(problem: Problem, data: Dataset, constraint: ConstraintSet, idx: np.ndarray,
@@ -267,20 +334,52 @@ def osmd_path(problem: Problem, data: Dataset, *, sigma: float, eta: float, lips
         prm = np.ascontiguousarray(kernel.prm, dtype=np.float64)
         centers, radii, tol, max_iter = projection
         g = np.zeros(p)
+        run_block = _osmd_loops(kernel.grad)[0]
     while fresh < target and tau < steps_cap:
         checkpoint()
         idx = rng.integers(0, n, size=block)
         noise = rng.standard_normal((block, p))
         if use_compiled:
-            done, fresh = _osmd_block(kernel.grad, X, y, prm, idx, noise, seen, theta, acc, g,
-                                      fresh, target, steps_cap - tau, eta, sigma,
-                                      float(lipschitz), centers, radii, tol, max_iter)
+            done, fresh = run_block(X, y, prm, idx, noise, seen, theta, acc, g, fresh, target,
+                                    steps_cap - tau, eta, sigma, float(lipschitz), centers, radii,
+                                    tol, max_iter)
         else:
             done, fresh = _numpy_block(problem, data, constraint, idx, noise, seen, theta, acc,
                                        fresh, target, steps_cap - tau, eta, sigma,
                                        float(lipschitz))
         tau += int(done)
     return constraint.project(acc / fresh), tau, int(fresh)
+
+
+def osmd_chains(problem: Problem, data: Dataset, *, sigma: float, eta: float, lipschitz: float,
+                target: int, steps_cap: int, rng: np.random.Generator,
+                size: int) -> np.ndarray | None:
+    """``size`` independent runs of :func:`osmd_path` (same arguments; its released point only),
+    as the rows of a (size, p) array, all drawn from ``rng``; ``None`` when the path is not
+    compiled (no kernel, or C not a ball or an intersection of balls: the numpy fallback calls
+    ``problem.grad`` at one θ, which cannot be batched across chains).
+
+    One compiled call (:func:`_osmd_chains`) runs up to ``CHAIN_BLOCK // steps_cap`` chains (at
+    least one) to their end; ``checkpoint()`` runs between calls. Each row has the law of
+    :func:`osmd_path`'s output, not any single run's value (the chains share the generator).
+    """
+    p = data.p
+    constraint = problem.constraint
+    kernel = resolve_kernel(problem)
+    projection = compiled_projection(constraint, p)
+    if kernel is None or projection is None:
+        return None
+    X, y = kernel_arrays(data)
+    prm = np.ascontiguousarray(kernel.prm, dtype=np.float64)
+    centers, radii, tol, max_iter = projection
+    thetas = np.tile(np.asarray(constraint.center(p), dtype=float), (int(size), 1))
+    per_call = max(1, CHAIN_BLOCK // max(steps_cap, 1))
+    chains = _osmd_loops(kernel.grad)[1]
+    for lo in range(0, int(size), per_call):
+        checkpoint()
+        chains(X, y, prm, rng, thetas[lo:lo + per_call], target, steps_cap, eta, sigma,
+               float(lipschitz), centers, radii, tol, max_iter)
+    return constraint.project(thetas)
 
 
 # --- the plugin ----------------------------------------------------------------------------------
@@ -367,19 +466,21 @@ class NoisyMirrorDescent(Algorithm):
                 f"(c={self.path_c:g}, δ̄={delta:g}), above the budget ε={epsilon:g}")
         return min(eps_n, float(epsilon))
 
-    def run(
-        self, data: Dataset, problem: Problem, *, epsilon: float, delta: float,
-        rng: np.random.Generator,
-    ) -> Release:
-        n, p = data.n, data.p
+    def _setup(self, n: int, p: int, problem: Problem, epsilon: float,
+               delta: float) -> tuple[Calibration, float, int]:
+        """(calibration, step size η, fresh-point target m) of a run at size n, from public
+        quantities only (shared by :meth:`run` and :meth:`run_batch`); ``NotApplicable`` outside
+        the privacy regime."""
         L = float(problem.lipschitz)
         eps_bar = self.spent_epsilon(n, epsilon, delta)
         cal = calibrate(self.calibration, n, L, eps_bar, delta)
         diameter = float(problem.constraint.diameter)
         eta = diameter / (math.sqrt(n) * (L + cal.sigma * math.sqrt(p)))
-        target = self.target(n)
-        theta, tau, fresh = osmd_path(problem, data, sigma=cal.sigma, eta=eta, lipschitz=L,
-                                      target=target, steps_cap=cal.steps_cap, rng=rng)
+        return cal, eta, self.target(n)
+
+    @staticmethod
+    def _ledger(cal: Calibration, L: float) -> PrivacyLedger:
+        """The total (ε̄, δ̄) of the calibration, certified, with μ = 2L/σ (module docstring)."""
         theorem = ("arXiv 2002.09609 Thm 5/6, Remark 1 (paper constants)"
                    if cal.mode == "paper" else
                    "arXiv 2002.09609 Thm 5 with exact amplified DRV10 advanced composition")
@@ -387,10 +488,21 @@ class NoisyMirrorDescent(Algorithm):
             f"noisy_mirror_descent: ≤ {cal.steps_cap} sampled Gaussian steps (σ={cal.sigma:.6g}, "
             f"ε̃={cal.eps_step:.4g}, δ=δ′={cal.delta_step:.3g}; {cal.mode} calibration)",
             cal.epsilon, cal.delta, theorem, certified=True, gdp_mu=2.0 * L / cal.sigma)
-        ledger = PrivacyLedger(
+        return PrivacyLedger(
             charges=(charge,), epsilon=cal.epsilon, delta=cal.delta,
             accounting=("per-step Gaussian, sampling amplification (q = 1/n), advanced "
                         f"composition over T_max = 2n steps ({cal.mode} calibration)"))
+
+    def run(
+        self, data: Dataset, problem: Problem, *, epsilon: float, delta: float,
+        rng: np.random.Generator,
+    ) -> Release:
+        n, p = data.n, data.p
+        L = float(problem.lipschitz)
+        cal, eta, target = self._setup(n, p, problem, epsilon, delta)
+        theta, tau, fresh = osmd_path(problem, data, sigma=cal.sigma, eta=eta, lipschitz=L,
+                                      target=target, steps_cap=cal.steps_cap, rng=rng)
+        ledger = self._ledger(cal, L)
         info = {
             "calibration": cal.mode, "sigma": cal.sigma, "eta": eta, "eps_step": cal.eps_step,
             "eps_internal": cal.eps_internal, "composed_epsilon": cal.composed_epsilon,
@@ -401,3 +513,19 @@ class NoisyMirrorDescent(Algorithm):
                      compiled_projection(problem.constraint, p) is not None else "numpy"),
         }
         return Release(theta=theta, ledger=ledger, grad_queries=fresh, iterations=tau, info=info)
+
+    def run_batch(
+        self, data: Dataset, problem: Problem, *, epsilon: float, delta: float,
+        rng: np.random.Generator, size: int,
+    ) -> BatchRelease | None:
+        """``size`` independent runs of :meth:`run` from one calibration (:meth:`_setup`): the
+        gated loop of every row in one compiled loop (:func:`osmd_chains`); ``None`` (the audit
+        then loops :meth:`run`) without a problem kernel or on a C that is not ball-type."""
+        n, p = data.n, data.p
+        L = float(problem.lipschitz)
+        cal, eta, target = self._setup(n, p, problem, epsilon, delta)
+        thetas = osmd_chains(problem, data, sigma=cal.sigma, eta=eta, lipschitz=L, target=target,
+                             steps_cap=cal.steps_cap, rng=rng, size=size)
+        if thetas is None:
+            return None
+        return BatchRelease(thetas, self._ledger(cal, L))

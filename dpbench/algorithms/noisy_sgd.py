@@ -246,7 +246,8 @@ def _sgd_steps(X, y, prm, rng, theta, acc, t_first, m, block, c,  # type: ignore
 def _sgd_chains(X, y, prm, rng, thetas, accs, t_first, m, c,  # type: ignore[no-untyped-def]
                 sqrt_decay, clip, sigma, first_kept, centers, radii, tol, max_iter):
     """Steps t = t_first, …, t_first + m − 1 of every chain: row r of ``thetas`` (its θ) and of
-    ``accs`` (its running sum), in place, chain after chain.
+    ``accs`` (its running sum), in place, chain after chain, chain r projecting onto the balls
+    B(centers[r, b], radii[b]) (``centers`` is (rows, balls, p)).
 
     Per chain it draws exactly what the m steps use, ``m`` draws ``rng.integers(0, n)`` and then
     ``m·p`` draws ``rng.standard_normal()`` (the single-run loop draws full blocks and leaves the
@@ -262,10 +263,22 @@ def _sgd_chains(X, y, prm, rng, thetas, accs, t_first, m, c,  # type: ignore[no-
         for k in range(m):
             idx[k] = rng.integers(0, n)
         _sgd_run_steps(X, y, prm, rng, thetas[r], accs[r], g, idx, t_first, m, c, sqrt_decay,
-                       clip, sigma, first_kept, centers, radii, tol, max_iter)
+                       clip, sigma, first_kept, centers[r], radii, tol, max_iter)
 
 
 _LOOPS: dict[Any, tuple[Any, Any]] = {}
+
+
+def inlinable(grad: Any) -> Any:
+    """A kernel function ``grad`` (a gradient, or a loss) as a global to bind into a loop
+    template (:func:`dpbench.numerics.jit.specialise`): an ``inline="always"`` copy when it is
+    compiled with numba's default options, else ``grad`` itself (called). Inlined at numba-IR
+    level, the function is compiled with the loop's options, so only a kernel with the default
+    ones (no fastmath, ...) may be inlined without changing its arithmetic."""
+    options = dict(getattr(grad, "targetoptions", {"fastmath": None}))
+    options.pop("nopython", None)
+    plain = hasattr(grad, "py_func") and options in ({}, {"boundscheck": None})
+    return njit(inline="always")(grad.py_func) if plain else grad
 
 
 def _compiled_loops(grad: Any, *, cache: bool = True) -> tuple[Any, Any]:
@@ -275,12 +288,7 @@ def _compiled_loops(grad: Any, *, cache: bool = True) -> tuple[Any, Any]:
     ``cache=False`` builds new, uncached loops (for measuring a compilation)."""
     loops = _LOOPS.get(grad) if cache else None
     if loops is None:
-        # Inlined at numba-IR level, the gradient is compiled with the loop's options: only a
-        # kernel compiled with the default ones (no fastmath, ...) is inlined, others are called.
-        options = dict(getattr(grad, "targetoptions", {"fastmath": None}))
-        options.pop("nopython", None)
-        plain = hasattr(grad, "py_func") and options in ({}, {"boundscheck": None})
-        inline = njit(inline="always")(grad.py_func) if plain else grad
+        inline = inlinable(grad)
         steps = specialise(_sgd_run_steps, {"_kernel_grad": inline}, cache=cache)
         bound = {"_kernel_grad": inline, "_sgd_run_steps": steps}
         loops = (specialise(_sgd_steps, bound, cache=cache),
@@ -293,12 +301,21 @@ def _compiled_loops(grad: Any, *, cache: bool = True) -> tuple[Any, Any]:
 @cached_njit
 def _average_rows(thetas, accs, n_kept, centers, radii,  # type: ignore[no-untyped-def]
                   tol, max_iter):
-    """Row r of ``thetas`` ← Π_C(accs[r]/n_kept) (the averaged outputs of :func:`noisy_sgd_path`;
-    :func:`project_balls` agrees with ``constraint.project`` up to rounding)."""
+    """Row r of ``thetas`` ← Π_{C_r}(accs[r]/n_kept) (the averaged outputs of
+    :func:`noisy_sgd_path`), C_r the balls B(centers[r, b], radii[b]); :func:`project_balls`
+    agrees with ``constraint.project`` up to rounding."""
     for r in range(thetas.shape[0]):
         for j in range(thetas.shape[1]):
             thetas[r, j] = accs[r, j] / n_kept
-        project_balls(thetas[r], centers, radii, tol, max_iter)
+        project_balls(thetas[r], centers[r], radii, tol, max_iter)
+
+
+@cached_njit
+def _project_rows(thetas, centers, radii, tol, max_iter):  # type: ignore[no-untyped-def]
+    """Row r of ``thetas`` ← Π_{C_r}(thetas[r]) in place, C_r the balls B(centers[r, b],
+    radii[b])."""
+    for r in range(thetas.shape[0]):
+        project_balls(thetas[r], centers[r], radii, tol, max_iter)
 
 
 def compiled_projection(
@@ -405,12 +422,20 @@ def _path_setup(data: Dataset, *, constraint: ConstraintSet, steps: int, sigma: 
 def noisy_sgd_chains(
     problem: Problem, data: Dataset, *, constraint: ConstraintSet, steps: int, sigma: float,
     lipschitz: float, variant: str, strong_convexity: float = 0.0, output: str = "last",
-    rng: np.random.Generator, size: int,
+    rng: np.random.Generator, size: int, centers: np.ndarray | None = None,
 ) -> np.ndarray | None:
     """``size`` independent runs of :func:`noisy_sgd_path` (same arguments), as the rows of a
     (size, p) array, all drawn from ``rng``; ``None`` when the path is not compiled
     (:func:`uses_compiled_path` False: the numpy fallback calls ``problem.grad`` once per step at
     one θ, which cannot be batched across chains).
+
+    ``centers`` (size, m, p), when given, moves the m balls of C (in the order of
+    :func:`compiled_projection`) per row: row r runs in C_r = ∩_b B(centers[r, b], radius of
+    ball b) (C's radii, diameter and Dykstra tolerance are kept) from θ₁ = Π_{C_r}(centers[r,
+    m − 1]), the start :func:`noisy_sgd_path` takes on such a set (``BallAt.center``, and
+    ``Intersection.center`` when its last member is the ball that moves). Localize-δ runs its
+    NoisySGD on C ∩ B(θ₀, r₀) with a θ₀ of its own per row
+    (:class:`dpbench.algorithms.localize.LocalizeGaussian`).
 
     One compiled call (:func:`_sgd_chains`) advances up to ``COMPILED_BLOCK // steps`` chains
     (at least one) by up to ``COMPILED_BLOCK`` steps; ``checkpoint()`` runs between calls. The
@@ -428,8 +453,17 @@ def noisy_sgd_chains(
                                        strong_convexity=strong_convexity, output=output)
     X, y = kernel_arrays(data)
     prm = np.ascontiguousarray(kernel.prm, dtype=np.float64)
-    centers, radii, tol, max_iter = projection
-    thetas = np.tile(theta, (int(size), 1))
+    shared, radii, tol, max_iter = projection
+    if centers is None:
+        row_centers = np.repeat(shared[None], int(size), axis=0)
+        thetas = np.tile(theta, (int(size), 1))
+    else:
+        row_centers = np.array(centers, dtype=float, order="C")
+        if row_centers.shape != (int(size), *shared.shape):
+            raise ValueError(f"centers must have shape {(int(size), *shared.shape)}, got "
+                             f"{row_centers.shape}")
+        thetas = row_centers[:, -1, :].copy()
+        _project_rows(thetas, row_centers, radii, tol, max_iter)
     accs = np.zeros_like(thetas)
     per_call = max(1, COMPILED_BLOCK // max(steps, 1))
     chains = _compiled_loops(kernel.grad)[1]
@@ -438,11 +472,11 @@ def noisy_sgd_chains(
         for start in range(0, steps, COMPILED_BLOCK):
             checkpoint()
             chains(X, y, prm, rng, rows, sums, start + 1, min(COMPILED_BLOCK, steps - start), c,
-                   variant == "lipschitz", float(lipschitz), float(sigma), first_kept, centers,
-                   radii, tol, max_iter)
+                   variant == "lipschitz", float(lipschitz), float(sigma), first_kept,
+                   row_centers[lo:lo + per_call], radii, tol, max_iter)
     n_kept = steps - first_kept + 1
     if n_kept > 0:
-        _average_rows(thetas, accs, float(n_kept), centers, radii, tol, max_iter)
+        _average_rows(thetas, accs, float(n_kept), row_centers, radii, tol, max_iter)
     return thetas
 
 

@@ -306,9 +306,18 @@ def test_mean_est_gibbs_sampler() -> None:
 # --- the public check harness ------------------------------------------------------------------------
 @parametrize_with_checks([Langevin()], problems=[MeanEst()])
 def test_langevin_passes_harness(algorithm, problem, check):  # type: ignore[no-untyped-def]
-    if getattr(check, "__name__", "") == "check_rate_smoke":
+    name = getattr(check, "__name__", "")
+    if name == "check_rate_smoke":
         # the default n ∈ {25, …, 200} is capped on F1 (β ≈ 0.5 at n = 50: p/(2β) ≫ ½‖C‖²/4);
         # n ≥ 400 is inside the regime of the card (p/(2β) ≤ 0.05)
         check(algorithm, problem, n_grid=(400, 800, 1600, 3200))
+    elif name == "check_empirical_privacy":
+        # The harness's 10⁶ runs per side for a mechanism with run_batch are 10⁶ chains of
+        # ≈ 1700 steps at h = 0.02 (≈ 5 min per side): 10⁴ per side through run_batch, 5× the
+        # 2000 runs of the loop. The audit suite runs h = 0.2 (tests/plugins/test_chains_batch.py).
+        check(algorithm, problem, runs=10_000)
+    elif name == "check_release_batch":
+        pytest.skip("≈ 30 s at h = 0.02 (n = 50, T ≈ 1500): run by the slow "
+                    "test_chains_batch.py::test_langevin_harness_check_default")
     else:
         check(algorithm, problem)
