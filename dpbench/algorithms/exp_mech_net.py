@@ -1,6 +1,7 @@
 """A2-net: the exponential mechanism on a data-independent grid of C (BST14 introduction).
 
 An exactly ε-DP reference sampler for low dimension (p ≤ 2), used to validate the MCMC samplers.
+Its audit path (``run_batch``) computes the net's law once and draws many releases from it.
 """
 
 from __future__ import annotations

@@ -5,7 +5,8 @@ retries Algorithm 5 (A_init-samp) m times; Algorithm 5 runs the lazy Applegate�
 (A_cube-samp, Lemma 6.1) on the cube A ⊇ C with weight F = exp(−f̄ − ψ̄_α). Implemented for a
 ball C = B(0, R) in p ≤ 3 with a **user-set** step count: the certified mixing time is
 astronomical ([derived], docs/bst14.md "Derived constants": ≳ 10¹⁵ steps at n = 1000, p = 10), so
-the release is only nominally ε-DP and the ledger says ``certified=False``.
+the release is only nominally ε-DP and the ledger says ``certified=False``. The audit path
+(``run_batch``) runs many walks per compiled call (:func:`run_walks`).
 """
 
 from __future__ import annotations

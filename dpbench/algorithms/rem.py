@@ -31,6 +31,10 @@ Samplers (``sampler``):
   only (TV gives no GDP); ``steps_scale`` < 1 runs a fraction of T (theory T is ~1e8–1e9 at
   εn ~ 10³, pitfall P10): the output is NOT within τ of π, so the ledger says
   ``certified=False`` with the reason. ``func_queries`` counts the sampler's value queries.
+
+The audit's vectorised path :meth:`REM.run_batch` draws many releases at once: the exact sampler's
+``draw.many`` (:func:`dpbench.core.exact_samplers.draw_many`), or blocks of compiled alternating
+chains.
 """
 
 from __future__ import annotations

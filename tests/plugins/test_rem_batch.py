@@ -34,10 +34,12 @@ EPS, DELTA = 1.0, 1e-5
 #: p = 3; ~5 s each). The registered default (the audit's configuration) runs it in
 #: tests/plugins/test_plugin_harness.py, and REM() on sep_abs and lin_ball, the strongly convex
 #: mode and sco/paper on lin_ball in test_rem.py's harness tests. Here: sco/paper on the audit's
-#: problem and short alternating chains (uncertified at steps_scale < 1; the law of the chain, not
-#: of π, is what run_batch must reproduce).
+#: problem, the μ = 0 fallback to a problem's "gibbs" sampler (lb_quad, strongly convex mode) and
+#: short alternating chains (uncertified at steps_scale < 1; the law of the chain, not of π, is
+#: what run_batch must reproduce).
 CONFIGS = [
     pytest.param({"mode": "sco", "calibration": "paper"}, ("sep_abs", {}), id="sco-paper"),
+    pytest.param({"mode": "strongly_convex"}, ("lb_quad", {}), id="mu0-gibbs-fallback"),
     pytest.param({"sampler": "alternating", "steps_scale": 3e-5}, ("sep_abs", {}),
                  id="alternating-sep_abs"),
     pytest.param({"sampler": "alternating", "steps_scale": 1e-4, "mode": "sco"}, ("lin_ball", {}),
