@@ -1,6 +1,7 @@
 """A2-net: the exponential mechanism on a data-independent grid of C (BST14 introduction).
 
 An exactly ε-DP reference sampler for low dimension (p ≤ 2), used to validate the MCMC samplers.
+Its audit path (``run_batch``) computes the net's law once and draws many releases from it.
 """
 
 from __future__ import annotations
@@ -10,7 +11,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from ..core.algorithm import Algorithm, Release
+from ..core.algorithm import Algorithm, BatchRelease, Release
 from ..core.errors import NotApplicable
 from ..core.params import Param
 from ..core.problem import Dataset, Problem
@@ -55,6 +56,14 @@ def net_log_probs(problem: Problem, data: Dataset, k: float, grid: np.ndarray) -
     logw = -k * total
     top = float(logw.max())
     return logw - (top + math.log(float(np.exp(logw - top).sum())))
+
+
+def categorical_draws(logp: np.ndarray, rng: np.random.Generator, size: int) -> np.ndarray:
+    """``size`` independent indices i with P(i) ∝ exp(logp[i]): inverse CDF of ``size`` uniforms
+    on the cumulative weights (exact up to the rounding of their sums)."""
+    cdf = np.cumsum(np.exp(logp - float(logp.max())))
+    idx = np.searchsorted(cdf, rng.random(int(size)) * cdf[-1], side="right")
+    return np.minimum(idx, logp.shape[0] - 1)
 
 
 class ExpMechNet(Algorithm):
@@ -105,6 +114,27 @@ class ExpMechNet(Algorithm):
         self, data: Dataset, problem: Problem, *, epsilon: float, delta: float,
         rng: np.random.Generator,
     ) -> Release:
+        grid, k, logp = self._net(data, problem, epsilon)
+        idx = int(np.argmax(logp + rng.gumbel(size=logp.shape[0])))
+        info = {"k": k, "grid_size": int(grid.shape[0]),
+                "spacing": self.spacing * float(problem.constraint.diameter), "certified": True}
+        return Release(theta=grid[idx].copy(), ledger=self._ledger(epsilon),
+                       func_queries=data.n * int(grid.shape[0]), info=info)
+
+    def run_batch(
+        self, data: Dataset, problem: Problem, *, epsilon: float, delta: float,
+        rng: np.random.Generator, size: int,
+    ) -> BatchRelease:
+        """``size`` independent draws of :meth:`run`'s categorical law P(θ) ∝ exp(−k·𝓛(θ; D))
+        on the net, from one computation of the log-weights: inverse CDF of ``size`` uniforms
+        (:func:`categorical_draws`) instead of :meth:`run`'s Gumbel-max, the same law."""
+        grid, _, logp = self._net(data, problem, epsilon)
+        return BatchRelease(grid[categorical_draws(logp, rng, size)], self._ledger(epsilon))
+
+    def _net(self, data: Dataset, problem: Problem,
+             epsilon: float) -> tuple[np.ndarray, float, np.ndarray]:
+        """(the grid G, the temperature k, the normalised log-probabilities on G): everything
+        but the draw, from public quantities and the data."""
         p = data.p
         if p > MAX_DIM:
             raise NotApplicable(f"{self.name}: the grid has ~(1/spacing)^p points; only p <= "
@@ -112,12 +142,9 @@ class ExpMechNet(Algorithm):
         constraint = problem.constraint
         grid = ball_grid(constraint, p, self.spacing)
         k = expmech_temperature(epsilon, float(problem.lipschitz), float(constraint.diameter))
-        logp = net_log_probs(problem, data, k, grid)
-        idx = int(np.argmax(logp + rng.gumbel(size=logp.shape[0])))
-        ledger = PrivacyLedger.from_charges(Charge(
+        return grid, k, net_log_probs(problem, data, k, grid)
+
+    def _ledger(self, epsilon: float) -> PrivacyLedger:
+        return PrivacyLedger.from_charges(Charge(
             "exponential mechanism on a data-independent grid", float(epsilon), 0.0,
             "BST14 §1 net mechanism; oscillation argument (docs/bst14.md Errata 1)"))
-        info = {"k": k, "grid_size": int(grid.shape[0]),
-                "spacing": self.spacing * float(constraint.diameter), "certified": True}
-        return Release(theta=grid[idx].copy(), ledger=ledger,
-                       func_queries=data.n * int(grid.shape[0]), info=info)

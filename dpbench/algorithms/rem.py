@@ -31,6 +31,10 @@ Samplers (``sampler``):
   only (TV gives no GDP); ``steps_scale`` < 1 runs a fraction of T (theory T is ~1e8–1e9 at
   εn ~ 10³, pitfall P10): the output is NOT within τ of π, so the ledger says
   ``certified=False`` with the reason. ``func_queries`` counts the sampler's value queries.
+
+The audit's vectorised path :meth:`REM.run_batch` draws many releases at once: the exact sampler's
+``draw.many`` (:func:`dpbench.core.exact_samplers.draw_many`), or blocks of compiled alternating
+chains.
 """
 
 from __future__ import annotations
@@ -40,9 +44,9 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from ..core.algorithm import Algorithm, Release
+from ..core.algorithm import Algorithm, BatchRelease, Release
 from ..core.errors import NotApplicable
-from ..core.exact_samplers import exact_sampler
+from ..core.exact_samplers import Draw, draw_many, exact_sampler
 from ..core.params import Param
 from ..core.problem import Dataset, Problem
 from ..core.ratecard import RateCard
@@ -217,18 +221,26 @@ class REM(Algorithm):
     def _run_exact(self, data: Dataset, problem: Problem, cal: RemCalibration,
                    center: np.ndarray, epsilon: float, rng: np.random.Generator,
                    info: dict[str, Any]) -> Release:
+        draw = self._exact_draw(data, problem, cal, center)
+        theta = problem.constraint.project(np.asarray(draw(rng), dtype=float))
+        return Release(theta=theta, ledger=self._exact_ledger(epsilon, cal), func_queries=0,
+                       iterations=0, info=info)
+
+    def _exact_draw(self, data: Dataset, problem: Problem, cal: RemCalibration,
+                    center: np.ndarray) -> Draw:
+        """The problem's exact sampler of π (``"regularized_gibbs"``); not applicable without."""
         draw = exact_sampler("regularized_gibbs", problem, data, cal.k, cal.mu, center)
         if draw is None:
             raise NotApplicable(f"rem: problem {problem.name!r} has no exact REM sampler "
                                 "(law 'regularized_gibbs'); use sampler='alternating'")
-        theta = problem.constraint.project(np.asarray(draw(rng), dtype=float))
-        charge = Charge(
+        return draw
+
+    def _exact_ledger(self, epsilon: float, cal: RemCalibration) -> PrivacyLedger:
+        return PrivacyLedger.from_charges(Charge(
             f"REM ({self.mode}, {self.calibration} calibration, exact sampler)", float(epsilon),
             float(cal.delta_mech),
             "GLL'22 Thm 4/13, Cor. 14, Thm 25/28: γ-GDP, γ = G_diff√k/(n√μ); δ = δ_Gauss(ε, γ)",
-            certified=True, gdp_mu=float(cal.gamma))
-        return Release(theta=theta, ledger=PrivacyLedger.from_charges(charge), func_queries=0,
-                       iterations=0, info=info)
+            certified=True, gdp_mu=float(cal.gamma)))
 
     def _run_alternating(self, data: Dataset, problem: Problem, cal: RemCalibration,
                          center: np.ndarray, epsilon: float, delta: float,
@@ -252,6 +264,18 @@ class REM(Algorithm):
                                                     center=center, constraint=constraint,
                                                     eta=plan.eta, steps=steps, x0=center,
                                                     rng=rng)
+        if steps < plan.steps_theory:
+            info["privacy_note"] = "nominal (ε, δ): scaled-down T does not certify TV ≤ τ"
+        info.update(stats.as_info())
+        info.update({"eta": plan.eta, "eta_g2": plan.eta_g2, "steps_theory": plan.steps_theory,
+                     "tau": plan.tau, "compiled": kernel is not None})
+        return Release(theta=constraint.project(theta),
+                       ledger=self._alternating_ledger(epsilon, cal, plan, steps),
+                       func_queries=stats.queries, iterations=steps, info=info)
+
+    def _alternating_ledger(self, epsilon: float, cal: RemCalibration, plan: SamplerPlan,
+                            steps: int) -> PrivacyLedger:
+        """δ_mech + (1 + e^ε)τ, certified only when the chain runs the theory T (Errata 3)."""
         certified = steps >= plan.steps_theory
         delta_spent = tv_to_dp(epsilon, cal.delta_mech, plan.tau)
         theorem = ("GLL'22 Thm 25/28 (γ-GDP target) + Thm 17 sampler (TV ≤ τ); "
@@ -260,11 +284,42 @@ class REM(Algorithm):
         if not certified:
             label += (f" — NOT certified: {steps} of the theory T = {plan.steps_theory} steps "
                       f"(steps_scale = {self.steps_scale:g}); TV to the target unknown")
-            info["privacy_note"] = "nominal (ε, δ): scaled-down T does not certify TV ≤ τ"
-        charge = Charge(label, float(epsilon), float(delta_spent), theorem,
-                        certified=certified)
-        info.update(stats.as_info())
-        info.update({"eta": plan.eta, "eta_g2": plan.eta_g2, "steps_theory": plan.steps_theory,
-                     "tau": plan.tau, "compiled": kernel is not None})
-        return Release(theta=constraint.project(theta), ledger=PrivacyLedger.from_charges(charge),
-                       func_queries=stats.queries, iterations=steps, info=info)
+        return PrivacyLedger.from_charges(Charge(label, float(epsilon), float(delta_spent),
+                                                 theorem, certified=certified))
+
+    def run_batch(
+        self, data: Dataset, problem: Problem, *, epsilon: float, delta: float,
+        rng: np.random.Generator, size: int,
+    ) -> BatchRelease | None:
+        """``size`` independent releases from one calibration (public quantities, as in
+        :meth:`run`).
+
+        * ``exact``: ``size`` draws of the problem's exact sampler of π at once
+          (:func:`~dpbench.core.exact_samplers.draw_many`: its vectorised ``draw.many`` where the
+          factory attaches one, e.g. sep_abs, lin_ball, flat_1d; else a loop of draws), each
+          projected on C as :meth:`run` does: exactly :meth:`run`'s law.
+        * ``alternating``: ``size`` independent chains of :meth:`run`'s compiled chain (same η,
+          same T·``steps_scale`` steps, same start at the centre of C, same RGO accept rule),
+          advanced by compiled calls over blocks of chains
+          (:func:`~dpbench.numerics.samplers.alternating.alternating_sample` with ``chains``).
+          ``None`` (the audit then loops :meth:`run`) for a problem without a compiled kernel:
+          the numpy chain evaluates ``problem.loss`` at one point per query, which cannot be
+          batched across chains.
+        """
+        n, p = data.n, data.p
+        cal = self.calibrate(n, p, problem, epsilon, delta)
+        center = problem.constraint.center(p)
+        if self.sampler == "exact":
+            draw = self._exact_draw(data, problem, cal, center)
+            thetas = problem.constraint.project(draw_many(draw, rng, size))
+            return BatchRelease(thetas, self._exact_ledger(epsilon, cal))
+        kernel = resolve_kernel(problem)
+        if kernel is None:
+            return None
+        plan = self.plan(cal, problem, p, epsilon, delta)
+        steps = self.steps(plan)
+        xs, _ = alternating_sample(kernel, data, k=cal.k, lam=cal.k * cal.mu, center=center,
+                                   constraint=problem.constraint, eta=plan.eta, steps=steps,
+                                   x0=center, rng=rng, chains=size)
+        return BatchRelease(problem.constraint.project(xs),
+                            self._alternating_ledger(epsilon, cal, plan, steps))

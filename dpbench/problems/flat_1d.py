@@ -177,7 +177,8 @@ def interval_gaussian(linear: float, precision: float
                       ) -> Callable[[np.random.Generator], np.ndarray]:
     """Exact sampler of the density ∝ exp(bθ − (a/2)θ²) on [−1, 1] (b = ``linear``, a =
     ``precision`` ≥ 0): the tilted-ball sampler (p = 1) when a = 0, else the normal N(b/a, 1/a)
-    truncated to [−1, 1] (scipy's ``truncnorm``, inverse CDF)."""
+    truncated to [−1, 1] (scipy's ``truncnorm``, inverse CDF); both carry the vectorised form
+    ``draw.many`` of :mod:`dpbench.core.exact_samplers`."""
     if precision <= 0:
         from ..numerics.samplers.ball import tilted_ball_sampler
 
@@ -190,4 +191,9 @@ def interval_gaussian(linear: float, precision: float
     def draw(rng: np.random.Generator) -> np.ndarray:
         return np.array([min(1.0, max(-1.0, float(law.rvs(random_state=rng))))])
 
+    def many(rng: np.random.Generator, size: int) -> np.ndarray:
+        return np.clip(np.asarray(law.rvs(size=size, random_state=rng), dtype=float),
+                       -1.0, 1.0)[:, None]
+
+    draw.many = many  # type: ignore[attr-defined]
     return draw

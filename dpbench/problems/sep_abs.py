@@ -36,7 +36,7 @@ from ..core.params import Param
 from ..core.problem import Dataset, Optimum, Problem
 from ..core.sets import Box, ConstraintSet
 from ..numerics.kernels import LossKernel
-from ..numerics.samplers.alternating import truncnorm_std
+from ..numerics.samplers.alternating import truncnorm_std_many
 
 __all__ = ["SepAbs", "AbsGaussFactor", "sep_abs_loss", "sep_abs_grad", "log_gauss_interval"]
 
@@ -111,14 +111,17 @@ class AbsGaussFactor:
         return np.minimum(np.searchsorted(self.cum, u, side="right"), self.cum.size - 1)
 
     def draw(self, rng: np.random.Generator) -> float:
-        """One exact draw: a segment by its weight, then the truncated normal on it (compiled
-        exact rejection, :func:`dpbench.numerics.samplers.alternating.truncnorm_std`)."""
-        j = int(self.segments(rng.random()))
-        z = truncnorm_std(float(self.za[j]), float(self.zb[j]), rng)
-        return min(max(float(self.means[j] + self.sd * z), self.edges[j]), self.edges[j + 1])
+        """One exact draw (:meth:`sample` of size 1)."""
+        return float(self.sample(rng, 1)[0])
 
     def sample(self, rng: np.random.Generator, size: int) -> np.ndarray:
-        return np.array([self.draw(rng) for _ in range(size)])
+        """``size`` independent exact draws: segments by their weights (``size`` uniforms), then
+        the truncated normal on each one's segment (compiled exact rejection,
+        :func:`dpbench.numerics.samplers.alternating.truncnorm_std_many`)."""
+        j = self.segments(rng.random(size))
+        z = truncnorm_std_many(self.za[j], self.zb[j], rng)
+        return np.minimum(np.maximum(self.means[j] + self.sd * z, self.edges[j]),
+                          self.edges[j + 1])
 
     def logpdf(self, x: np.ndarray) -> np.ndarray:
         """The normalised log-density (for quadrature checks)."""
@@ -262,12 +265,17 @@ class SepAbs(Problem):
 def _sep_abs_rem(problem: SepAbs, data: Dataset, k: float, mu: float, center: np.ndarray
                  ) -> Callable[[np.random.Generator], np.ndarray] | None:
     """Exact REM draws: each coordinate from its truncated-normal mixture (needs k(λ + μ) > 0;
-    ``None`` otherwise, with no μ = 0 fallback)."""
+    ``None`` otherwise, with no μ = 0 fallback). ``draw.many(rng, size)``: ``size`` draws, one
+    vectorised :meth:`AbsGaussFactor.sample` per coordinate (a lone draw is ``many(rng, 1)[0]``)."""
     if not k * (problem.ridge + mu) > 0:
         return None
     factors = problem.rem_factors(data, k, mu, np.asarray(center, dtype=float))
 
-    def draw(rng: np.random.Generator) -> np.ndarray:
-        return np.array([f.draw(rng) for f in factors])
+    def many(rng: np.random.Generator, size: int) -> np.ndarray:
+        return np.stack([f.sample(rng, size) for f in factors], axis=1)
 
+    def draw(rng: np.random.Generator) -> np.ndarray:
+        return many(rng, 1)[0]
+
+    draw.many = many  # type: ignore[attr-defined]
     return draw

@@ -49,7 +49,8 @@ from ...core.time_limit import checkpoint
 from ..kernels import LossKernel, kernel_arrays
 
 __all__ = ["SamplerPlan", "theory_parameters", "alternating_sample", "alternating_sample_numpy",
-           "gaussian_oracle", "domain_code", "AlternatingStats", "truncnorm_std"]
+           "gaussian_oracle", "domain_code", "AlternatingStats", "truncnorm_std",
+           "truncnorm_std_many", "ball_gaussian_sampler"]
 
 #: Domain codes of the compiled 𝒢_y sampler.
 RD, BOX, BALL = 0, 1, 2
@@ -127,6 +128,16 @@ def truncnorm_std(a, b, rng):  # type: ignore[no-untyped-def]
 
 
 @njit(cache=True)
+def truncnorm_std_many(a, b, rng):  # type: ignore[no-untyped-def]
+    """Independent exact draws of the standard normal restricted to [a[i], b[i]], one per entry
+    (:func:`truncnorm_std` in order: entry i is the draw a lone call would make next)."""
+    out = np.empty(a.shape[0])
+    for i in range(a.shape[0]):
+        out[i] = truncnorm_std(a[i], b[i], rng)
+    return out
+
+
+@njit(cache=True)
 def _gaussian_oracle(m, s, kind, half, radius, ball_c, rng, out):  # type: ignore[no-untyped-def]
     """Writes an exact draw of N(m, s²I) truncated to K into ``out``; returns the proposals used
     (−1 when a ball draw gave up after MAX_BALL_PROPOSALS)."""
@@ -193,6 +204,18 @@ def _chain(loss, X, y, prm, k, lam, center, eta, kind, half, radius, ball_c, x, 
             x[j] = xp[j]
 
 
+@njit(cache=False)
+def _chains(loss, X, y, prm, k, lam, center, eta, kind, half, radius, ball_c, xs, steps, rng,
+            counts):  # type: ignore[no-untyped-def]
+    """:func:`_chain` for every row of ``xs`` in turn (``steps`` steps each, in place): one
+    compiled call advances many independent chains (stops at the first failure)."""
+    for r in range(xs.shape[0]):
+        _chain(loss, X, y, prm, k, lam, center, eta, kind, half, radius, ball_c, xs[r], steps,
+               rng, counts)
+        if counts[4]:
+            return
+
+
 def domain_code(constraint: ConstraintSet, p: int) -> tuple[int, float, float, np.ndarray] | None:
     """(kind, box half-width, ball radius, ball centre) of K for the compiled 𝒢_y, or ``None``."""
     if isinstance(constraint, Box):
@@ -255,7 +278,11 @@ def alternating_sample(kernel: LossKernel, data: Dataset, *, k: float, lam: floa
     """Run ``chains`` independent chains of ``steps`` outer steps from ``x0`` (compiled loop).
 
     Target ∝ exp(−k·F(x; D) − (λ/2)‖x − c‖²) on K, F the average of the kernel's per-example loss;
-    returns the final states (chains, p) and the summed counters.
+    returns the final states (chains, p) and the summed counters. One compiled call
+    (:func:`_chains`) advances a block of ``max(1, _CHUNK // steps)`` chains by up to ``_CHUNK``
+    steps each, chain after chain (the deadline is checked between calls); every chain runs
+    :func:`_chain`'s steps on its own fresh draws of ``rng``, so the chains are i.i.d. (a single
+    chain draws exactly what it did as a lone run).
     """
     code = domain_code(constraint, data.p)
     if code is None:
@@ -263,19 +290,18 @@ def alternating_sample(kernel: LossKernel, data: Dataset, *, k: float, lam: floa
     X, y = kernel_arrays(data)
     center = np.ascontiguousarray(center, dtype=float)
     out = np.empty((chains, data.p))
+    out[:] = np.asarray(x0, dtype=float)
     counts = np.zeros(5, dtype=np.int64)
-    for c in range(chains):
-        x = np.array(x0, dtype=float)
-        done = 0
-        while done < steps:
-            chunk = min(_CHUNK, steps - done)
-            _chain(kernel.loss, X, y, kernel.prm, float(k), float(lam), center, float(eta),
-                   code[0], float(code[1]), float(code[2]), code[3], x, chunk, rng, counts)
+    per_call = max(1, _CHUNK // max(steps, 1))
+    for lo in range(0, chains, per_call):
+        block = out[lo:lo + per_call]
+        for done in range(0, steps, _CHUNK):
+            _chains(kernel.loss, X, y, kernel.prm, float(k), float(lam), center, float(eta),
+                    code[0], float(code[1]), float(code[2]), code[3], block,
+                    min(_CHUNK, steps - done), rng, counts)
             if counts[4]:
                 raise RuntimeError("alternating sampler: a ball draw of 𝒢_y gave up; η too large?")
-            done += chunk
             checkpoint()
-        out[c] = x
     stats = AlternatingStats(int(counts[0]), int(counts[1]), int(counts[2]), int(counts[3]),
                              steps * chains)
     return out, stats
@@ -353,7 +379,10 @@ def ball_gaussian_sampler(q: np.ndarray, a: float, radius: float
     a·r² | t ~ χ²_{d−1} truncated to [0, a(R² − t²)] by its exact ppf.
 
     Unlike rejection from N(q, I/a) it works when ‖q‖ ≫ R (REM-ERM on a ball, where the Gaussian
-    mass inside the ball is negligible)."""
+    mass inside the ball is negligible). The draw function carries its vectorised form
+    ``draw.many(rng, size)`` (:func:`dpbench.core.exact_samplers.draw_many`): the same steps on
+    arrays (in d ≥ 2 written out twice: numpy's row-wise dot products and norms round differently
+    from the 1-D ones, and a lone draw must stay what it was)."""
     from scipy import stats
 
     q = np.asarray(q, dtype=float)
@@ -363,8 +392,16 @@ def ball_gaussian_sampler(q: np.ndarray, a: float, radius: float
     if d == 1:
         sd = 1.0 / math.sqrt(a)
         lo, hi = (-radius - q[0]) / sd, (radius - q[0]) / sd
-        return lambda rng: np.array([q[0] + sd * float(stats.truncnorm.rvs(lo, hi,
-                                                                            random_state=rng))])
+
+        def many_1d(rng: np.random.Generator, size: int) -> np.ndarray:
+            z = stats.truncnorm.rvs(lo, hi, size=size, random_state=rng)
+            return (q[0] + sd * np.asarray(z, dtype=float)).reshape(size, 1)
+
+        def draw_1d(rng: np.random.Generator) -> np.ndarray:
+            return many_1d(rng, 1)[0]
+
+        draw_1d.many = many_1d  # type: ignore[attr-defined]
+        return draw_1d
     grid, cdf = _t_grid(a, m, radius, d)
 
     def draw(rng: np.random.Generator) -> np.ndarray:
@@ -381,4 +418,23 @@ def ball_gaussian_sampler(q: np.ndarray, a: float, radius: float
         nx = float(np.linalg.norm(x))
         return x if nx <= radius else x * (radius / nx)
 
+    def many(rng: np.random.Generator, size: int) -> np.ndarray:
+        t = np.interp(rng.random(size), cdf, grid)
+        v = np.maximum(a * (radius * radius - t * t), 0.0)
+        c = stats.chi2.cdf(v, d - 1)
+        w01 = rng.random(size)
+        ok = c > 1e-280
+        r2 = v * w01 ** (2.0 / (d - 1))
+        r2[ok] = stats.chi2.ppf(w01[ok] * c[ok], d - 1)
+        r2 /= a
+        g = rng.standard_normal((size, d))
+        g -= (g @ u)[:, None] * u
+        g /= np.linalg.norm(g, axis=1, keepdims=True)
+        x = t[:, None] * u + np.sqrt(np.maximum(r2, 0.0))[:, None] * g
+        nx = np.linalg.norm(x, axis=1)
+        out = nx > radius
+        x[out] *= (radius / nx[out])[:, None]
+        return x
+
+    draw.many = many  # type: ignore[attr-defined]
     return draw
