@@ -1,15 +1,19 @@
 """Empirical privacy auditing: every mechanism's privacy claim tested at scale.
 
-``dpbench audit SUITE.yaml --store PATH`` runs each audit point (audit, algorithm, problem, grid
-point, canary) many times on a pair of replace-one neighbouring datasets, as ordinary dask cells
-(batches of runs), and turns the stored scores into an empirical lower bound on ε (Clopper–Pearson
-on a confirmation half, threshold chosen on a selection half; a GDP bound after Nasr et al. 2023),
-Bonferroni-corrected over all points of the run. See ``docs/audit.md``.
+``dpbench audit SUITE.yaml --store PATH`` audits each point (audit, algorithm, problem, grid
+point, canary) within a time budget: a search over canaries and open public parameters on pilot
+runs, events chosen on the pilots' releases from several scores (projection, the canary's loss
+difference, a declared density ratio, fitted distinguishers), then fresh confirmation runs counted
+in those events, as ordinary dask cells; the counts give empirical lower bounds on ε
+(Clopper–Pearson) and μ (GDP; Nasr et al. 2023), Bonferroni-corrected over the events and the
+points of the run, and each point states its resolution. See ``docs/audit.md``.
 
-Modules: :mod:`~dpbench.config.audit` (suite format), :mod:`~dpbench.core.neighbours` (neighbouring
-pairs), :mod:`~dpbench.audit.runs` (running a batch), :mod:`~dpbench.audit.stats` (the bounds),
-:mod:`~dpbench.audit.engine` (planning and execution on dask), :mod:`~dpbench.audit.store` (the
-audit groups of the zarr store), :mod:`~dpbench.audit.zoo` / :mod:`~dpbench.audit.power` (the
+Modules: :mod:`~dpbench.config.audit` (suite format), :mod:`~dpbench.core.neighbours` (canaries),
+:mod:`~dpbench.audit.points` (points and configurations), :mod:`~dpbench.audit.scores` and
+:mod:`~dpbench.audit.events` (what is tested), :mod:`~dpbench.audit.procedure` (the decisions of
+a point), :mod:`~dpbench.audit.runs` (running a batch), :mod:`~dpbench.audit.stats` (the bounds),
+:mod:`~dpbench.audit.engine` (rounds on a backend, and in-process), :mod:`~dpbench.audit.store`
+(the audit groups of the zarr store), :mod:`~dpbench.audit.zoo` / :mod:`~dpbench.audit.power` (the
 broken zoo and the auditor's power).
 
 Names are re-exported lazily, so that ``import dpbench.config.suite`` (which validates ``audits:``)
@@ -22,11 +26,12 @@ import importlib
 from typing import Any
 
 _EXPORTS = {
-    "CANARIES": "canaries", "NeighbourPair": "canaries", "neighbouring_pair": "canaries",
-    "AuditBatch": "runs", "run_audit_batch": "runs",
-    "AuditBound": "stats", "audit_bound": "stats", "per_audit_alpha": "stats",
+    "CANARIES": "neighbours", "CanarySpec": "neighbours", "NeighbourPair": "neighbours",
+    "neighbouring_pair": "neighbours",
+    "per_audit_alpha": "stats", "resolution": "stats",
     "AuditSettings": "spec", "AuditSpec": "spec",
-    "AuditPoint": "engine", "AuditSummary": "engine", "plan_audits": "engine",
+    "AuditPoint": "points", "Config": "points",
+    "AuditSummary": "engine", "audit_in_process": "engine", "plan_audits": "engine",
     "run_audits": "engine",
     "open_audit": "store", "audit_names": "store",
 }
@@ -38,7 +43,8 @@ def __getattr__(name: str) -> Any:
     module = _EXPORTS.get(name)
     if module is None:
         raise AttributeError(f"module 'dpbench.audit' has no attribute {name!r}")
-    return getattr(importlib.import_module(f"{__name__}.{module}"), name)
+    package = {"neighbours": "dpbench.core.neighbours", "spec": "dpbench.config.audit"}
+    return getattr(importlib.import_module(package.get(module, f"{__name__}.{module}")), name)
 
 
 def __dir__() -> list[str]:

@@ -1,27 +1,22 @@
-"""The audit engine: plan audit points and cells, run them on a backend, compute the bounds.
+"""The audit engine: plan the points, run their batches in rounds on a backend, compute bounds.
 
-An **audit point** is (audit, algorithm, problem, grid point, canary). Its cells are its batches
-b = 0…B−1 (B = runs / batch): cell b runs the mechanism ``batch`` times on D and on D′
-(:func:`dpbench.audit.runs.run_audit_batch`) with the generator
-``make_rng(identity ∪ {"batch": b}, root_seed)``; the neighbouring pair comes from
-``make_rng(identity, root_seed)`` (no batch), so every batch audits the same pair. Results never
-depend on the number of workers, on packing or on retries.
-
-Cells are cost-packed into tasks (:func:`dpbench.engine.plan.pack`) and go through the same client
-loop and execution backends as experiment cells (:func:`dpbench.engine.runner.drive_tasks`:
-bounded window, retries, scheduler loss → :class:`~dpbench.core.errors.SchedulerLost`), under
-the suite's per-cell time and memory limits (a batch of ``batch`` runs on D and on D′ may take
-2 · batch · ``cell_timeout_s``). A failing cell is recorded with its error and the run goes on; a
-resume computes only the batches not done.
+An **audit point** is (audit, algorithm, problem, grid point, canary) of a suite's ``audits:``
+(:class:`~dpbench.audit.points.AuditPoint`); its configurations are what its search tries. Its
+batches run in rounds (:mod:`dpbench.audit.procedure`: timing, successive-halving search,
+confirmation); between rounds the client records its decisions in the store and every point's
+next batches are packed into tasks (:func:`dpbench.engine.plan.pack`) and sent through the same
+client loop and execution backends as experiment cells (:func:`dpbench.engine.runner.drive_tasks`:
+bounded window, retries, scheduler loss → :class:`~dpbench.core.errors.SchedulerLost`), under the
+suite's per-cell time and memory limits (a batch of r runs on D and on D′ may take
+2·r·``cell_timeout_s``). A failing batch is recorded with its error and the run goes on (a failed
+batch is retried by the next invocation unless ``retry_failed`` is off); a resume computes only
+the batches not done and reuses every recorded decision.
 
 Multiplicity (Bonferroni): K is the number of applicable points of the run, decided at planning
-time from the suite alone (an algorithm's declared requirements, and whether the canary's pair
-can be built — no mechanism output is involved); every point is tested at
-``per_audit_alpha(alpha, K)``. Within every batch the first half of the runs selects the
-threshold and the second half confirms: a Clopper–Pearson lower bound on ε (Jagielski, Ullman,
-Oprea 2020) and a μ-GDP lower bound (Dong, Roth, Su 2022; Nasr et al. 2023), see
-:mod:`dpbench.audit.stats`. A lost batch removes runs from both halves, independently of their
-outcomes, so the bound on the completed runs stays valid (only weaker).
+time from the suite alone; every point is tested at ``per_audit_alpha(alpha, K)``, split over the
+events it confirms (:func:`dpbench.audit.stats.event_alpha`). The bounds come from the
+confirmation batches of the chosen configuration only, which no choice saw; a lost confirmation
+batch only removes runs (the bound stays valid, weaker).
 """
 
 from __future__ import annotations
@@ -32,7 +27,6 @@ import math
 import os
 import socket
 import time
-from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from functools import partial
@@ -42,102 +36,33 @@ from typing import Any
 import numpy as np
 from threadpoolctl import threadpool_limits
 
-from ..config.audit import AUDIT_AXES, AuditSpec
+from ..config.audit import SEARCH, AuditSpec
 from ..config.suite import Suite
-from ..core.algorithm import Algorithm
 from ..core.errors import CellTimeout, NotApplicable, UserInputError
-from ..core.neighbours import NeighbourPair, canary_not_applicable_reason, neighbouring_pair
-from ..core.params import identity_params
-from ..core.problem import Problem
-from ..core.schema import DONE, FAILED, NOT_APPLICABLE, PENDING
-from ..core.seeding import make_rng, stable_hash
+from ..core.neighbours import canary_not_applicable_reason, search_canaries
 from ..core.time_limit import time_limit
-from ..engine.backends import Connection
+from ..engine.backends import Connection, open_backend
 from ..engine.cells import _error_text
 from ..engine.isolation import Killed, memory_message, run_isolated
 from ..engine.plan import CELL_OVERHEAD_COST, TaskSpec, chunk_class, pack
 from ..engine.runner import Progress, TaskKind, drive_tasks
 from ..store.cube import Store, check_store_path
 from ..store.lock import StoreLock
-from .runs import run_audit_batch
-from .stats import audit_bound, per_audit_alpha
-from .store import BATCH_FLOAT_VARS, POINT_FLOAT_VARS, POINT_INT_VARS, AuditStore, BatchResult
+from .events import Event
+from .points import AuditPoint, Config, expand_configs
+from .procedure import ConfirmResult, PilotResult, PointAuditor, PointState, Work
+from .runs import run_confirm, run_pilot, scoring_context
+from .scores import Scorer
+from .stats import bounds_from_counts, event_alpha, per_audit_alpha, resolution
+from .store import POINT_FLOAT_VARS, POINT_INT_VARS, AuditStore
 from .verdicts import point_verdict, tightness
 
-#: Work units charged per run on top of the algorithm's estimate (generator spawning, release
-#: validation, ledger, scoring: ~0.3 ms, like an experiment cell's fixed overhead
-#: :data:`dpbench.engine.plan.CELL_OVERHEAD_COST`), so a batch of 1000 runs fills a task on its own.
-RUN_OVERHEAD_COST = CELL_OVERHEAD_COST
+#: Work units charged per run on top of the algorithm's estimate (spawning, validation, ledger,
+#: scoring), like an experiment cell's fixed overhead (:data:`CELL_OVERHEAD_COST`).
+RUN_OVERHEAD_COST = CELL_OVERHEAD_COST / 10
 
 
-@dataclass(frozen=True)
-class AuditPoint:
-    """Everything a worker needs to run the batches of one audit point (small, picklable)."""
-
-    audit: str
-    index: tuple[int, ...]               # position along the point dims
-    algorithm_label: str
-    algorithm_cls: type[Algorithm]
-    algorithm_name: str
-    algorithm_params: dict[str, Any]
-    problem_label: str
-    problem_cls: type[Problem]
-    problem_name: str
-    problem_params: dict[str, Any]
-    point: dict[str, Any]                # n, p, epsilon, delta
-    canary: str
-    batch_size: int
-    n_batches: int
-    root_seed: int
-    expect: str = "private"
-
-    def identity(self) -> dict[str, Any]:
-        """The identity of the point (the pair's generator); a batch adds ``"batch"``."""
-        return {"audit": self.audit, "algorithm": self.algorithm_name,
-                "params": identity_params(self.algorithm_cls.params, self.algorithm_params),
-                "problem": {"name": self.problem_name,
-                            "params": identity_params(self.problem_cls.params, self.problem_params)},
-                "point": self.point, "canary": self.canary}
-
-    def batch_rng(self, batch: int) -> np.random.Generator:
-        return make_rng({**self.identity(), "batch": batch}, self.root_seed)
-
-    def pair_rng(self) -> np.random.Generator:
-        return make_rng(self.identity(), self.root_seed)
-
-    def instances(self) -> tuple[Problem, Algorithm]:
-        return self.problem_cls(**self.problem_params), self.algorithm_cls(**self.algorithm_params)
-
-
-@dataclass(frozen=True)
-class AuditChunk:
-    """One cell: batch ``batch`` of ``point``. Packs like a :class:`dpbench.engine.plan.ChunkSpec`
-    (``experiment``, ``index``, ``cost``)."""
-
-    point: AuditPoint
-    batch: int
-    cost: float
-
-    @property
-    def experiment(self) -> str:
-        return f"audit.{self.point.audit}"
-
-    @property
-    def index(self) -> tuple[int, ...]:
-        return (*self.point.index, self.batch)
-
-
-@dataclass
-class AuditTaskResult:
-    key: str
-    batches: list[BatchResult]
-    host: str = ""
-
-
-def _task_seconds(res: AuditTaskResult) -> float:
-    """The worker seconds of an audit task: its batches' (NaN: not computed)."""
-    return math.fsum(b.seconds for b in res.batches if math.isfinite(b.seconds))
-
+# --- planning -------------------------------------------------------------------------------------
 
 @dataclass(frozen=True)
 class NotApplicablePoint:
@@ -152,6 +77,7 @@ class AuditPlan:
     points: list[AuditPoint]
     not_applicable: list[NotApplicablePoint]
     alpha_total: float
+    shapes: dict[str, tuple[int, ...]] = field(default_factory=dict)
 
     @property
     def n_points(self) -> int:
@@ -162,39 +88,49 @@ class AuditPlan:
         """Per-point level (Bonferroni over the K applicable points of the run)."""
         return per_audit_alpha(self.alpha_total, max(self.n_points, 1))
 
+    def flat(self, pt: AuditPoint) -> int:
+        return int(np.ravel_multi_index(pt.index, self.shapes[pt.audit]))
 
-# --- planning -------------------------------------------------------------------------------------
 
 def _grid_points(a: AuditSpec) -> list[tuple[tuple[int, ...], dict[str, Any]]]:
-    """(index, point) for every grid point of an audit, in C order over n, p, epsilon, delta."""
-    ranges = [range(len(a.grid[ax])) for ax in AUDIT_AXES]
-    return [(idx, {ax: a.grid[ax][i] for ax, i in zip(AUDIT_AXES, idx)})
+    """(index, point) for every grid point of an audit, in C order over its grid axes."""
+    ranges = [range(len(a.grid[ax])) for ax in a.axes]
+    return [(idx, {ax: a.grid[ax][i] for ax, i in zip(a.axes, idx)})
             for idx in itertools.product(*ranges)]
 
 
-def _applicability(pt: AuditPoint, problem: Problem, algorithm: Algorithm) -> str | None:
-    """Why the point cannot be audited, or None: the algorithm's requirements, the canary's
-    scope (:func:`~dpbench.core.neighbours.canary_not_applicable_reason`), and whether the pair
-    can be built (no mechanism run)."""
+def _config_reason(pt: AuditPoint, config: int) -> str | None:
+    """Why a configuration cannot be audited, or None: the algorithm's requirements and
+    parameters, the canary's scope, and whether the pair can be built (no mechanism run)."""
+    try:
+        algorithm = pt.algorithm(config)
+    except UserInputError as exc:
+        return str(exc)
+    problem = pt.problem()
+    c = pt.configs[config]
     reason = algorithm.not_applicable_reason(problem) or canary_not_applicable_reason(
-        algorithm, pt.canary)
+        algorithm, c.canary)
     if reason is not None:
         return reason
+    if algorithm.privacy == "pure" and c.delta != 0:
+        return f"{algorithm.name} is pure ε-DP: its claim is tested at δ = 0, not {c.delta:g}"
+    if algorithm.privacy == "approx" and c.delta == 0:
+        return f"{algorithm.name} is (ε, δ)-DP: δ must be > 0"
     try:
-        neighbouring_pair(problem, int(pt.point["n"]), int(pt.point["p"]), pt.canary,
-                          pt.pair_rng())
+        pt.make_pair(config)
     except NotApplicable as exc:
-        return str(exc) or f"canary {pt.canary!r} does not apply"
+        return str(exc) or f"canary {c.canary!r} does not apply"
     return None
 
 
 def plan_audits(suite: Suite) -> AuditPlan:
-    """Every audit point of the suite, applicable or not (no store, no mechanism run)."""
+    """Every audit point of the suite with its applicable configurations (no store, no run)."""
     if not suite.audits:
         raise UserInputError(f"{suite.source}: the suite has no audits: section; dpbench audit "
                              "runs audits only (dpbench run runs experiments)")
     points: list[AuditPoint] = []
     not_applicable: list[NotApplicablePoint] = []
+    shapes = {a.name: a.point_shape for a in suite.audits}
     for a in suite.audits:
         for gidx, point in _grid_points(a):
             for pi, pspec in enumerate(a.problems):
@@ -202,107 +138,108 @@ def plan_audits(suite: Suite) -> AuditPlan:
                 for ai, aspec in enumerate(a.algorithms):
                     algorithm = aspec.build({})
                     for ci, canary in enumerate(a.canaries):
-                        pt = AuditPoint(
+                        canaries = search_canaries() if canary == SEARCH else (canary,)
+                        base = AuditPoint(
                             a.name, (ai, pi, *gidx, ci), aspec.label, aspec.cls, aspec.name,
                             algorithm.get_params(), pspec.label, pspec.cls, pspec.name,
-                            problem.get_params(), point, canary, a.batch, a.n_batches,
-                            suite.root_seed, a.expect)
-                        reason = _applicability(pt, problem, algorithm)
-                        if reason is None:
+                            problem.get_params(), point, canary, (), a.budget_s, a.runs,
+                            a.selection_runs, suite.root_seed, a.expect)
+                        configs = expand_configs(canaries, point, a.search, base.identity(),
+                                                 suite.root_seed)
+                        candidate = dataclasses.replace(base, configs=tuple(configs))
+                        reasons = {i: _config_reason(candidate, i) for i in range(len(configs))}
+                        kept = tuple(c for i, c in enumerate(configs) if reasons[i] is None)
+                        pt = dataclasses.replace(base, configs=kept)
+                        if kept:
                             points.append(pt)
                         else:
-                            not_applicable.append(NotApplicablePoint(pt, reason))
-    settings = suite.audit
-    return AuditPlan(points, not_applicable, float(settings.alpha))
-
-
-def _chunks(points: Sequence[AuditPoint], pending: Callable[[AuditPoint], list[int]],
-            ) -> list[AuditChunk]:
-    out = []
-    for pt in points:
-        n, p = int(pt.point["n"]), int(pt.point["p"])
-        per_run = pt.algorithm_cls(**pt.algorithm_params).cost(n, p) + RUN_OVERHEAD_COST
-        cost = 2.0 * pt.batch_size * per_run
-        out += [AuditChunk(pt, b, cost) for b in pending(pt)]
-    return out
+                            why = "; ".join(sorted({r for r in reasons.values() if r}))
+                            not_applicable.append(NotApplicablePoint(pt, why or "no configuration"))
+    return AuditPlan(points, not_applicable, float(suite.audit.alpha), shapes)
 
 
 # --- worker side ----------------------------------------------------------------------------------
 
-_PAIR_CACHE: OrderedDict[str, NeighbourPair] = OrderedDict()
-_PAIR_CACHE_SIZE = 64
+@dataclass(frozen=True)
+class AuditChunk:
+    """One batch of a point (packs like a :class:`dpbench.engine.plan.ChunkSpec`)."""
+
+    point: AuditPoint
+    flat: int
+    work: Work
+    scorers: tuple[Scorer, ...]
+    events: tuple[Event, ...]
+    cost: float
+
+    @property
+    def experiment(self) -> str:
+        return f"audit.{self.point.audit}"
+
+    @property
+    def index(self) -> tuple[int, ...]:
+        return (*self.point.index, self.work.config)
 
 
-def _pair(pt: AuditPoint, problem: Problem) -> NeighbourPair:
-    """The point's neighbouring pair, cached per worker process (deterministic in its identity)."""
-    key = stable_hash([pt.identity(), pt.root_seed, pt.problem_cls.version])
-    hit = _PAIR_CACHE.get(key)
-    if hit is None:
-        hit = neighbouring_pair(problem, int(pt.point["n"]), int(pt.point["p"]), pt.canary,
-                                pt.pair_rng())
-        _PAIR_CACHE[key] = hit
-        if len(_PAIR_CACHE) > _PAIR_CACHE_SIZE:
-            _PAIR_CACHE.popitem(last=False)
-    else:
-        _PAIR_CACHE.move_to_end(key)
-    return hit
+@dataclass
+class BatchOutcome:
+    """What a worker returns for one batch: the result, or the error."""
+
+    audit: str
+    flat: int
+    work: Work
+    result: PilotResult | ConfirmResult | None
+    error: str = ""
+
+    @property
+    def seconds(self) -> float:
+        return float(self.result.seconds) if self.result is not None else math.nan
 
 
-def _empty(pt: AuditPoint, batch: int, status: int, error: str) -> BatchResult:
-    return BatchResult(pt.audit, pt.index, batch, status, error,
-                       np.full((2, pt.batch_size), np.nan))
+@dataclass
+class AuditTaskResult:
+    key: str
+    batches: list[BatchOutcome]
+    host: str = ""
 
 
-def _batch_limit(pt: AuditPoint, timeout_s: float | None) -> float | None:
+def _task_seconds(res: AuditTaskResult) -> float:
+    return math.fsum(b.seconds for b in res.batches if math.isfinite(b.seconds))
+
+
+def _batch_limit(runs: int, timeout_s: float | None) -> float | None:
     """A batch's time limit: the suite's per-cell limit for each of its runs on D and on D′."""
-    return None if timeout_s is None else 2.0 * pt.batch_size * timeout_s
+    return None if timeout_s is None else 2.0 * runs * timeout_s
 
 
 def run_audit_cell(chunk: AuditChunk, timeout_s: float | None = None,
-                   memory_mb: float | None = None) -> BatchResult:
-    """Run one batch (``batch`` runs on D and on D′); never raises (a failure is an outcome).
-
-    With a per-cell time limit ``timeout_s`` the batch may take :func:`_batch_limit` (checked
-    cooperatively inside the mechanisms and when the batch returns); ``memory_mb`` names the
-    memory limit in the error of a batch that ran out of memory.
-    """
-    pt, b = chunk.point, chunk.batch
-    limit = _batch_limit(pt, timeout_s)
+                   memory_mb: float | None = None) -> BatchOutcome:
+    """Run one batch; never raises (a failure is an outcome)."""
+    pt, w = chunk.point, chunk.work
+    limit = _batch_limit(w.runs, timeout_s)
     try:
-        problem, algorithm = pt.instances()
-        pair = _pair(pt, problem)
         t0 = time.perf_counter()
         with time_limit(limit):
-            out = run_audit_batch(algorithm, problem, pair, epsilon=float(pt.point["epsilon"]),
-                                  delta=float(pt.point["delta"]), runs=pt.batch_size,
-                                  rng=pt.batch_rng(b))
+            if w.kind == "confirm":
+                out: PilotResult | ConfirmResult = run_confirm(pt, w, chunk.scorers, chunk.events)
+            else:
+                out = run_pilot(pt, w)
         wall = time.perf_counter() - t0
         if limit is not None and wall > limit:
             raise CellTimeout(f"batch took {wall:.3g} s, over its time limit of {limit:g} s")
-        scores = np.stack([np.asarray(out.scores0, dtype=np.float64),
-                           np.asarray(out.scores1, dtype=np.float64)])
-        if scores.shape != (2, pt.batch_size) or not np.all(np.isfinite(scores)):
-            raise FloatingPointError(f"scores of shape {scores.shape} (expected "
-                                     f"{(2, pt.batch_size)}) or not finite")
-        return BatchResult(pt.audit, pt.index, b, DONE, "", scores, float(out.epsilon_claimed),
-                           float(out.delta_claimed), float(out.mu_claimed), bool(out.certified),
-                           wall, np.asarray(out.profile_delta, dtype=np.float64))
-    except NotApplicable as exc:
-        return _empty(pt, b, NOT_APPLICABLE, str(exc))
+        return BatchOutcome(pt.audit, chunk.flat, w, out)
     except MemoryError as exc:
         text = _error_text(exc)
-        return _empty(pt, b, FAILED, f"{memory_message(memory_mb)} ({text})"
-                      if memory_mb is not None else text)
+        return BatchOutcome(pt.audit, chunk.flat, w, None, f"{memory_message(memory_mb)} ({text})"
+                            if memory_mb is not None else text)
     except Exception as exc:  # recorded in the store; the audit goes on
-        return _empty(pt, b, FAILED, _error_text(exc))
+        return BatchOutcome(pt.audit, chunk.flat, w, None, _error_text(exc))
 
 
 def _batch_computer(job: tuple[tuple[AuditChunk, ...], float | None, float | None],
-                    ) -> Callable[[int, Callable[[], None]], BatchResult]:
-    """``compute(i, heartbeat)`` for the i-th batch of ``job`` (runs in the isolated child)."""
+                    ) -> Callable[[int, Callable[[], None]], BatchOutcome]:
     chunks, timeout_s, memory_mb = job
 
-    def compute(i: int, heartbeat: Callable[[], None]) -> BatchResult:
+    def compute(i: int, heartbeat: Callable[[], None]) -> BatchOutcome:
         return run_audit_cell(chunks[i], timeout_s, memory_mb)
 
     return compute
@@ -310,21 +247,18 @@ def _batch_computer(job: tuple[tuple[AuditChunk, ...], float | None, float | Non
 
 def run_audit_task(task: TaskSpec, memory_mb: float | None = None,
                    timeout_s: float | None = None) -> AuditTaskResult:
-    """Run the batches of a task with single-threaded BLAS (the backend's task function).
-
-    Under the suite's per-cell limits (``cell_timeout_s``, ``cell_memory_mb``) the batches run in
-    a forked child under hard limits, like experiment cells (:mod:`dpbench.engine.isolation`): a
-    batch killed at its limit, or whose process died, is failed with the reason.
-    """
+    """Run the batches of a task with single-threaded BLAS (the backend's task function); under
+    the suite's per-cell limits in a forked child, like experiment cells
+    (:mod:`dpbench.engine.isolation`)."""
     chunks: tuple[AuditChunk, ...] = tuple(task.chunks)  # type: ignore[arg-type]
     with threadpool_limits(1):
         if (memory_mb is not None or timeout_s is not None) and hasattr(os, "fork"):
-            limits = [_batch_limit(c.point, timeout_s) for c in chunks]
+            limits = [_batch_limit(c.work.runs, timeout_s) for c in chunks]
             limit = max((x for x in limits if x is not None), default=None)
             outcomes = run_isolated(_batch_computer, (chunks, timeout_s, memory_mb), len(chunks),
                                     limit, memory_mb)
-            batches = [_empty(c.point, c.batch, FAILED, o.message) if isinstance(o, Killed)
-                       else o for c, o in zip(chunks, outcomes)]
+            batches = [BatchOutcome(c.point.audit, c.flat, c.work, None, o.message)
+                       if isinstance(o, Killed) else o for c, o in zip(chunks, outcomes)]
         else:
             batches = [run_audit_cell(c, timeout_s, memory_mb) for c in chunks]
     return AuditTaskResult(task.key, batches, socket.gethostname())
@@ -332,8 +266,8 @@ def run_audit_task(task: TaskSpec, memory_mb: float | None = None,
 
 def failed_audit_result(task: TaskSpec, message: str) -> AuditTaskResult:
     """Every batch of a task the backend could not compute (for example a killed worker)."""
-    return AuditTaskResult(task.key, [_empty(c.point, c.batch, FAILED, message)  # type: ignore
-                                      for c in task.chunks])
+    return AuditTaskResult(task.key, [BatchOutcome(c.point.audit, c.flat, c.work, None, message)
+                                      for c in task.chunks])  # type: ignore[attr-defined]
 
 
 # --- bounds ---------------------------------------------------------------------------------------
@@ -344,8 +278,9 @@ class PointResult:
 
     point: AuditPoint
     applicable: bool
-    runs_planned: int
+    runs_planned: int = 0
     runs_completed: int = 0
+    selection_runs: int = 0
     epsilon_claimed: float = math.nan
     delta_claimed: float = math.nan
     mu_claimed: float = math.nan
@@ -353,11 +288,13 @@ class PointResult:
     mu_lb: float = math.nan
     epsilon_lb_gdp: float = math.nan
     alpha: float = math.nan
-    threshold: float = math.nan
+    resolution: float = math.nan
+    true_epsilon: float = math.nan
     seconds: float = math.nan
     event: str = ""
-    n_select: int = 0
-    n_confirm: int = 0
+    config: str = ""
+    stage: str = ""
+    n_events: int = 0
     violation: bool = False
     note: str = ""
 
@@ -368,7 +305,6 @@ class PointResult:
 
     @property
     def tightness(self) -> float:
-        """How close the assumption-free bounds came to the claim (:func:`.verdicts.tightness`)."""
         return tightness(self.epsilon_lb, self.epsilon_claimed, self.mu_lb, self.mu_claimed)
 
     @property
@@ -377,39 +313,78 @@ class PointResult:
                              self.violation, self.tightness)
 
 
-def _claim(values: np.ndarray) -> float:
-    """The claim of the completed batches (they agree: the ledger is data-independent)."""
-    finite = values[np.isfinite(values)]
-    return float(np.max(finite)) if finite.size else math.nan
+def point_result(pt: AuditPoint, state: PointState, alpha: float,
+                 exact: Callable[[AuditPoint, int], float] | None = None) -> PointResult:
+    """The bounds of one point from its completed confirmation batches (module docstring)."""
+    from ..privacy.gaussian import gdp_epsilon
 
-
-def point_result(astore: AuditStore, pt: AuditPoint, alpha: float) -> PointResult:
-    """Bounds of one applicable point from its completed batches only (see the module doc)."""
-    res = PointResult(pt, True, pt.batch_size * pt.n_batches, alpha=alpha)
-    done, scores = astore.completed(pt.audit, pt.index)
-    res.runs_completed = int(done.size) * pt.batch_size
-    if done.size == 0:
-        res.note = "no completed batch"
+    res = PointResult(pt, True, alpha=alpha)
+    seconds = [r.seconds for r in [*state.pilots.values(), *state.confirms.values()]
+               + ([state.timing] if state.timing else []) if math.isfinite(r.seconds)]
+    res.seconds = math.fsum(seconds) if seconds else math.nan
+    if state.plan is not None:
+        res.runs_planned = state.plan.confirm_runs
+    sel = state.selection
+    if sel is None:
+        res.stage = "timing" if state.plan is None else "search"
+        res.note = ("; ".join(sorted(set(state.failed.values())))[:500] if state.failed
+                    else "no selection yet")
         return res
-    per_batch = {var: np.asarray(astore.array(pt.audit, var).oindex[(*pt.index, done.tolist())])
-                 for var in BATCH_FLOAT_VARS}
-    res.seconds = float(np.nansum(per_batch["batch_seconds"]))
-    res.epsilon_claimed = _claim(per_batch["batch_epsilon_claimed"])
-    res.delta_claimed = _claim(per_batch["batch_delta_claimed"])
-    res.mu_claimed = _claim(per_batch["batch_mu_claimed"])
-    profile = np.asarray(astore.array(pt.audit, "batch_profile_delta").oindex[
-        (*pt.index, done.tolist())]).reshape(done.size, -1)
-    half = pt.batch_size // 2
-    select = np.tile(np.arange(pt.batch_size) < half, done.size)
-    bound = audit_bound(scores[:, 0, :].reshape(-1), scores[:, 1, :].reshape(-1), select,
-                        epsilon_claimed=res.epsilon_claimed, delta_claimed=res.delta_claimed,
-                        mu_claimed=res.mu_claimed, alpha=alpha,
-                        profile_delta=np.nanmax(profile, axis=0))
-    res.epsilon_lb, res.mu_lb = float(bound.epsilon_lb), float(bound.mu_lb)
-    res.epsilon_lb_gdp, res.threshold = float(bound.epsilon_lb_gdp), float(bound.threshold)
-    res.event, res.violation = str(bound.event), bool(bound.violation)
-    res.n_select, res.n_confirm = int(bound.n_select), int(bound.n_confirm)
+    res.config = pt.configs[sel.config].describe()
+    res.selection_runs = sel.selection_runs
+    res.n_events = len(sel.events)
+    done = list(state.confirms.values())
+    res.stage = "done" if state.plan and len(done) == state.plan.confirm_batches else "confirm"
+    if not done:
+        res.note = "no confirmation batch completed"
+        return res
+    claims = [r.claims for r in done]
+    res.epsilon_claimed = max(c.epsilon for c in claims)
+    res.delta_claimed = max(c.delta for c in claims)
+    mus = [c.mu for c in claims]
+    res.mu_claimed = math.nan if any(math.isnan(m) for m in mus) else max(mus)
+    profile = np.nanmax(np.asarray([c.profile_delta for c in claims], dtype=float), axis=0)
+    n = int(sum(r.runs for r in done))
+    res.runs_completed = n
+    k0 = np.sum([r.counts0 for r in done], axis=0)
+    k1 = np.sum([r.counts1 for r in done], axis=0)
+    k_num = np.where([e.numerator == 1 for e in sel.events], k1, k0)
+    k_den = np.where([e.numerator == 1 for e in sel.events], k0, k1)
+    a_each = event_alpha(alpha, len(sel.events))
+    bounds = bounds_from_counts(k_num, k_den, n, delta=res.delta_claimed, alpha_each=a_each,
+                                profile_delta=profile)
+    best = int(np.argmax([b.epsilon_lb for b in bounds]))
+    res.epsilon_lb = bounds[best].epsilon_lb
+    res.mu_lb = max(b.mu_lb for b in bounds)
+    text = sel.scorers[sel.events[best].scorer].describe()
+    res.event = (f"{sel.events[best].describe('s')} with s = {text} "
+                 f"({bounds[best].k_num} vs {bounds[best].k_den} of {n})")
+    delta = res.delta_claimed
+    res.epsilon_lb_gdp = (gdp_epsilon(res.mu_lb, delta) if res.mu_lb > 0 and 0 < delta < 1
+                          else (0.0 if res.mu_lb == 0 else math.nan))
+    profile_violation = max(b.profile_excess for b in bounds) > 0
+    rtol = 1e-9
+    res.violation = bool(res.epsilon_lb > res.epsilon_claimed * (1 + rtol) or (
+        math.isfinite(res.mu_claimed) and res.mu_lb > res.mu_claimed * (1 + rtol))
+        or profile_violation)
+    res.resolution = resolution(n, a_each, res.epsilon_claimed, delta, res.mu_claimed)
+    if exact is not None:
+        res.true_epsilon = exact(pt, sel.config)
     return res
+
+
+def exact_epsilon(pt: AuditPoint, config: int) -> float:
+    """The mechanism's exact ε of the configuration's pair when it can compute it (NaN else)."""
+    from .runs import point_pair
+
+    c = pt.configs[config]
+    pair = point_pair(pt, config)
+    try:
+        value = pt.algorithm(config).exact_epsilon(pair.d0, pair.d1, pt.problem(),
+                                                   epsilon=c.epsilon, delta=c.delta)
+    except (NotApplicable, ValueError, ArithmeticError):
+        return math.nan
+    return math.nan if value is None else float(value)
 
 
 def _point_arrays(a: AuditSpec, results: Sequence[PointResult]) -> dict[str, np.ndarray]:
@@ -417,34 +392,23 @@ def _point_arrays(a: AuditSpec, results: Sequence[PointResult]) -> dict[str, np.
     out: dict[str, np.ndarray] = {v: np.full(shape, np.nan) for v in POINT_FLOAT_VARS}
     out.update({v: np.zeros(shape, dtype=np.int64) for v in POINT_INT_VARS})
     out["violation"] = np.zeros(shape, dtype=bool)
-    out["event"] = np.full(shape, "", dtype=object)
-    out["note"] = np.full(shape, "", dtype=object)
+    for var in ("event", "config", "stage", "note"):
+        out[var] = np.full(shape, "", dtype=object)
     for r in results:
         i = r.point.index
         for var, value in (("epsilon_lower_bound", r.epsilon_lb), ("mu_lower_bound", r.mu_lb),
                            ("epsilon_claimed", r.epsilon_claimed),
                            ("delta_claimed", r.delta_claimed), ("mu_claimed", r.mu_claimed),
                            ("epsilon_lower_bound_gdp", r.epsilon_lb_gdp), ("audit_gap", r.gap),
-                           ("alpha", r.alpha), ("threshold", r.threshold),
-                           ("seconds", r.seconds),
+                           ("alpha", r.alpha), ("resolution_epsilon", r.resolution),
+                           ("true_epsilon", r.true_epsilon), ("seconds", r.seconds),
                            ("runs_completed", r.runs_completed), ("runs_planned", r.runs_planned),
-                           ("n_select", r.n_select), ("n_confirm", r.n_confirm),
-                           ("violation", r.violation), ("event", r.event), ("note", r.note)):
+                           ("selection_runs", r.selection_runs),
+                           ("configurations", len(r.point.configs)), ("events", r.n_events),
+                           ("violation", r.violation), ("event", r.event), ("config", r.config),
+                           ("stage", r.stage), ("note", r.note[:2000])):
             out[var][i] = value
     return out
-
-
-def compute_bounds(astore: AuditStore, suite: Suite, plan: AuditPlan) -> list[PointResult]:
-    """Recompute every point's bounds from the stored completed batches and write them."""
-    results = [point_result(astore, pt, plan.alpha) for pt in plan.points]
-    results += [PointResult(na.point, False, 0, note=na.reason) for na in plan.not_applicable]
-    for a in suite.audits:
-        mine = [r for r in results if r.point.audit == a.name]
-        astore.write_points(a.name, _point_arrays(a, mine))
-        astore.set_attrs(a.name, {"alpha_total": plan.alpha_total, "alpha_per_point": plan.alpha,
-                                  "audit_points": plan.n_points})
-    order = {a.name: i for i, a in enumerate(suite.audits)}
-    return sorted(results, key=lambda r: (order[r.point.audit], r.point.index))
 
 
 # --- running --------------------------------------------------------------------------------------
@@ -470,7 +434,6 @@ class AuditSummary:
 
     @property
     def uninformative(self) -> list[PointResult]:
-        """Clean points of ``expect: private`` audits whose bounds reach < 10 % of the claim."""
         return [r for r in self.results if r.point.expect == "private"
                 and r.verdict == "uninformative"]
 
@@ -489,24 +452,57 @@ class AuditSummary:
         return not self.violations and not self.missed
 
 
-def _pending_batches(astore: AuditStore, retry_failed: bool) -> Callable[[AuditPoint], list[int]]:
-    status: dict[str, np.ndarray] = {}
+class PointRunner:
+    """The rounds of a set of points, whatever runs their batches (the engine's backends, or a
+    local loop for the check harness): ``run_round(chunks) -> outcomes`` is the only
+    dependency."""
 
-    def pending(pt: AuditPoint) -> list[int]:
-        if pt.audit not in status:
-            status[pt.audit] = astore.batch_status(pt.audit)
-        st = status[pt.audit][pt.index]
-        todo = (st != DONE) & (st != NOT_APPLICABLE) if retry_failed else (st == PENDING)
-        return [int(b) for b in np.flatnonzero(todo)]
+    def __init__(self, points: Sequence[AuditPoint], alpha: float,
+                 flat: Callable[[AuditPoint], int], states: dict[int, PointState],
+                 save: Callable[[AuditPoint, PointState], None] | None = None):
+        self.points = list(points)
+        self.alpha = alpha
+        self.flat = flat
+        self.states = states
+        self.save = save
+        self.auditors = {id(pt): PointAuditor(len(pt.configs), partial(scoring_context, pt),
+                                               alpha_point=alpha, budget_s=pt.budget_s,
+                                               runs=pt.runs, selection_runs=pt.selection_runs)
+                         for pt in self.points}
 
-    return pending
+    def next_chunks(self) -> list[AuditChunk]:
+        out = []
+        for pt in self.points:
+            state = self.states[id(pt)]
+            work = self.auditors[id(pt)].next_work(state)
+            if self.save is not None:
+                self.save(pt, state)
+            sel = state.selection
+            n, p = pt.configs[0].n, pt.configs[0].p
+            per_run = pt.algorithm_cls(**pt.algorithm_params).cost(n, p) + RUN_OVERHEAD_COST
+            for w in work:
+                state.attempted.add(w.key)
+                confirm = w.kind == "confirm" and sel is not None
+                out.append(AuditChunk(pt, self.flat(pt), w,
+                                      sel.scorers if confirm else (),  # type: ignore[union-attr]
+                                      sel.events if confirm else (),  # type: ignore[union-attr]
+                                      2.0 * w.runs * per_run))
+        return out
 
-
-def _mark_not_applicable(astore: AuditStore, plan: AuditPlan) -> None:
-    results = [_empty(na.point, b, NOT_APPLICABLE, na.reason[:2000])
-               for na in plan.not_applicable for b in range(na.point.n_batches)]
-    if results:
-        astore.write_batches(results)
+    def absorb(self, pt: AuditPoint, outcome: BatchOutcome) -> None:
+        state = self.states[id(pt)]
+        key = outcome.work.key
+        if outcome.result is None:
+            state.failed[key] = outcome.error
+        elif isinstance(outcome.result, ConfirmResult):
+            state.confirms[key] = outcome.result
+            state.failed.pop(key, None)
+        elif key == "timing":
+            state.timing = outcome.result
+            state.failed.pop(key, None)
+        else:
+            state.pilots[key] = outcome.result
+            state.failed.pop(key, None)
 
 
 def run_audits(suite: Suite, store_path: str | Path, *, scheduler: str | None = None,
@@ -541,29 +537,101 @@ def _audit_locked(suite: Suite, store_path: str | Path, plan: AuditPlan, connect
                           whole_suite=False)
     astore = AuditStore(store)
     astore.prepare(suite.audits, suite.root_seed, restart=restart)
-    _mark_not_applicable(astore, plan)
-    tasks = pack(_chunks(plan.points, _pending_batches(astore, retry_failed)))  # type: ignore
+    states: dict[int, PointState] = {}
+    for pt in plan.points:
+        state = astore.load_state(pt.audit, plan.flat(pt), pt.configs)
+        if not retry_failed:
+            state.attempted.update(state.failed)
+        states[id(pt)] = state
+
+    def save(pt: AuditPoint, state: PointState) -> None:
+        astore.save_decisions(pt.audit, plan.flat(pt), pt.configs, state)
+
+    runner = PointRunner(plan.points, plan.alpha, plan.flat, states, save)
+    by_key = {(pt.audit, plan.flat(pt)): pt for pt in plan.points}
     summary = AuditSummary(Path(store_path), "none (nothing to compute)",
                            alpha_total=plan.alpha_total, alpha_per_point=plan.alpha,
                            n_points=plan.n_points)
-    units: dict[tuple[str, int, int], float] = {}
-    counts: dict[tuple[str, int, int], float] = {}
-    for chunk in (c for t in tasks for c in t.chunks):
-        key = chunk_class(chunk)
-        units[key] = units.get(key, 0.0) + chunk.cost
-        counts[key] = counts.get(key, 0.0) + 1
-    bar = Progress(sum(len(t.chunks) for t in tasks), sum(t.cost for t in tasks),
-                   enabled=progress, class_units=units, class_chunks=counts)
 
     def write(results: list[AuditTaskResult]) -> tuple[int, int]:
-        batches = [b for res in results for b in res.batches]
-        astore.write_batches(batches)
-        return (sum(b.status == DONE for b in batches), sum(b.status == FAILED for b in batches))
+        done = failed = 0
+        for res in results:
+            for b in res.batches:
+                astore.write_batch(b.audit, b.flat, b.work, b.result, b.error)
+                runner.absorb(by_key[(b.audit, b.flat)], b)
+                done += b.result is not None
+                failed += b.result is None
+        return done, failed
 
     kind = TaskKind(partial(run_audit_task, memory_mb=suite.cell_memory_mb,
                             timeout_s=suite.effective_cell_timeout_s), failed_audit_result,
                     AuditTaskResult, seconds=_task_seconds)
-    drive_tasks(tasks, store, summary, bar, kind=kind, write=write, connection=connection,
-                window=window, on_result=on_result, command="audit")
-    summary.results = compute_bounds(astore, suite, plan)
+    chunks = runner.next_chunks()
+    opened = None
+    with _maybe_backend(connection, bool(chunks)) as opened:
+        while chunks:
+            tasks = pack(chunks)  # type: ignore[arg-type]
+            units: dict[tuple[str, int, int], float] = {}
+            counts: dict[tuple[str, int, int], float] = {}
+            for chunk in chunks:
+                key = chunk_class(chunk)
+                units[key] = units.get(key, 0.0) + chunk.cost
+                counts[key] = counts.get(key, 0.0) + 1
+            bar = Progress(len(chunks), sum(t.cost for t in tasks), enabled=progress,
+                           class_units=units, class_chunks=counts)
+            drive_tasks(tasks, store, summary, bar, kind=kind, write=write,
+                        connection=connection, window=window, on_result=on_result,
+                        command="audit", opened=opened)
+            chunks = runner.next_chunks()
+    summary.results = compute_bounds(astore, suite, plan, states)
     return summary
+
+
+class _maybe_backend:
+    """The backend, opened once for every round (when there is work at all)."""
+
+    def __init__(self, connection: Connection, needed: bool):
+        self.connection, self.needed = connection, needed
+        self._cm: Any = None
+
+    def __enter__(self) -> Any:
+        if not self.needed:
+            return None
+        self._cm = open_backend(self.connection)
+        return self._cm.__enter__()
+
+    def __exit__(self, *exc: Any) -> Any:
+        if self._cm is not None:
+            return self._cm.__exit__(*exc)
+        return False
+
+
+def compute_bounds(astore: AuditStore, suite: Suite, plan: AuditPlan,
+                   states: dict[int, PointState]) -> list[PointResult]:
+    """Every point's bounds from its stored batches, written to the store."""
+    results = [point_result(pt, states[id(pt)], plan.alpha, exact_epsilon)
+               for pt in plan.points]
+    results += [PointResult(na.point, False, note=na.reason) for na in plan.not_applicable]
+    for a in suite.audits:
+        mine = [r for r in results if r.point.audit == a.name]
+        astore.write_points(a.name, _point_arrays(a, mine))
+        astore.set_attrs(a.name, {"alpha_total": plan.alpha_total, "alpha_per_point": plan.alpha,
+                                  "audit_points": plan.n_points})
+    order = {a.name: i for i, a in enumerate(suite.audits)}
+    return sorted(results, key=lambda r: (order[r.point.audit], r.point.index))
+
+
+def audit_in_process(points: Sequence[AuditPoint], alpha: float,
+                     max_rounds: int = 64) -> list[PointResult]:
+    """The audits of ``points`` run in this process, without a store (the check harness,
+    :mod:`dpbench.testing`): the same rounds, decisions, scores and bounds as ``dpbench
+    audit``."""
+    states = {id(pt): PointState(len(pt.configs)) for pt in points}
+    runner = PointRunner(points, alpha, lambda pt: 0, states)
+    for _ in range(max_rounds):
+        chunks = runner.next_chunks()
+        if not chunks:
+            break
+        for chunk in chunks:
+            runner.absorb(chunk.point, run_audit_cell(chunk))
+    return [point_result(pt, states[id(pt)], alpha, exact_epsilon) for pt in points]

@@ -75,12 +75,13 @@ class Claims:
     profile_delta: tuple[float, ...] = ()
 
     def to_list(self) -> list[Any]:
-        return [self.epsilon, self.delta, self.mu, self.certified, list(self.profile_delta)]
+        return [json_number(self.epsilon), json_number(self.delta), json_number(self.mu),
+                bool(self.certified), [json_number(x) for x in self.profile_delta]]
 
     @classmethod
     def from_list(cls, v: Sequence[Any]) -> Claims:
-        return cls(float(v[0]), float(v[1]), float(v[2]), bool(v[3]),
-                   tuple(float(x) for x in v[4]))
+        return cls(number(v[0]), number(v[1]), number(v[2]), bool(v[3]),
+                   tuple(number(x) for x in v[4]))
 
 
 @dataclass
@@ -118,12 +119,13 @@ class Plan:
         return self.confirm_batch * self.confirm_batches
 
     def to_dict(self) -> dict[str, Any]:
-        return {"seconds_per_run": self.seconds_per_run, "search_runs": list(self.search_runs),
+        return {"seconds_per_run": json_number(self.seconds_per_run),
+                "search_runs": list(self.search_runs),
                 "confirm_batch": self.confirm_batch, "confirm_batches": self.confirm_batches}
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> Plan:
-        return cls(float(d["seconds_per_run"]), tuple(int(x) for x in d["search_runs"]),
+        return cls(number(d["seconds_per_run"]), tuple(int(x) for x in d["search_runs"]),
                    int(d["confirm_batch"]), int(d["confirm_batches"]))
 
 
@@ -211,6 +213,9 @@ class PointState:
     timing: PilotResult | None = None
     attempted: set[str] = field(default_factory=set)
     selection: Selection | None = None
+    #: The search's decisions so far: per round, the configurations kept and every score.
+    rounds: list[tuple[tuple[int, ...], tuple[tuple[int, float], ...]]] = field(
+        default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -224,6 +229,35 @@ class Selection:
     predicted: tuple[tuple[float, float], ...]
     search: tuple[tuple[int, tuple[tuple[int, float], ...]], ...]  # (round, ((config, value),))
     selection_runs: int
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"config": self.config, "scorers": [sc.to_dict() for sc in self.scorers],
+                "events": [e.to_dict() for e in self.events],
+                "predicted": [[json_number(a), json_number(b)] for a, b in self.predicted],
+                "search": [[r, [[c, json_number(v)] for c, v in sc]] for r, sc in self.search],
+                "selection_runs": self.selection_runs}
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> Selection:
+        return cls(int(d["config"]), tuple(Scorer.from_dict(x) for x in d["scorers"]),
+                   tuple(Event.from_dict(x) for x in d["events"]),
+                   tuple((number(a), number(b)) for a, b in d["predicted"]),
+                   tuple((int(r), tuple((int(c), number(v)) for c, v in sc))
+                         for r, sc in d["search"]), int(d["selection_runs"]))
+
+
+def json_number(v: float) -> float | None:
+    """A float as JSON metadata holds it: NaN as null, ±inf as ±1.7e308."""
+    v = float(v)
+    return None if math.isnan(v) else float(np.clip(v, -1.7e308, 1.7e308))
+
+
+def number(v: Any) -> float:
+    """The inverse of :func:`json_number` (±1.7e308 back to ±inf)."""
+    if v is None:
+        return math.nan
+    v = float(v)
+    return math.copysign(math.inf, v) if abs(v) >= 1.7e308 else v
 
 
 def _pilot_parts(runs: int) -> list[int]:
@@ -416,21 +450,23 @@ class PointAuditor:
         if plan is None:
             return self._runnable(state, [Work("timing", 0, -1, 0, TIMING_RUNS)])
         alive = list(range(self.n_configs))
-        record: list[tuple[int, tuple[tuple[int, float], ...]]] = []
         for r, runs in enumerate(plan.search_runs):
             todo = [w for c in alive for w in pilot_work(c, r, runs) if w.key not in state.pilots]
             if todo:
                 return self._runnable(state, todo)
-            scored = [(c, self._criterion(state, c, r)) for c in alive]
-            record.append((r, tuple(scored)))
-            keep = _alive_count(self.n_configs, r + 1)
-            ranked = sorted((x for x in scored if math.isfinite(x[1])), key=lambda x: (-x[1], x[0]))
-            alive = sorted(c for c, _ in ranked[:keep])
+            if r >= len(state.rounds):  # decide once; a resume reuses the recorded decision
+                scored = tuple((c, self._criterion(state, c, r)) for c in alive)
+                keep = _alive_count(self.n_configs, r + 1)
+                ranked = sorted((x for x in scored if math.isfinite(x[1])),
+                                key=lambda x: (-x[1], x[0]))
+                state.rounds.append((tuple(sorted(c for c, _ in ranked[:keep])), scored))
+            alive = list(state.rounds[r][0])
             if not alive:
                 return []
         if state.selection is None:
             state.selection = self._select(state, alive[0], len(plan.search_runs) - 1,
-                                           tuple(record))
+                                           tuple((r, sc) for r, (_, sc) in
+                                                 enumerate(state.rounds)))
         todo = [Work("confirm", state.selection.config, -1, b, plan.confirm_batch)
                 for b in range(plan.confirm_batches) if f"confirm/b{b}" not in state.confirms]
         return self._runnable(state, todo)

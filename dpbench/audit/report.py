@@ -35,19 +35,22 @@ def _f(x: float, digits: int = 3) -> str:
 
 
 def audit_table(results: Sequence[PointResult]) -> Table:
-    """One row per audit point: claims, lower bounds, runs, gap and verdict."""
-    t = Table(title="privacy audit (ε lower bounds at the per-point level; gap = claimed − lb)")
-    for col in ("audit", "algorithm", "problem", "n", "canary", "ε claimed", "ε_lb",
-                "μ claimed", "μ_lb", "runs", "gap", "tightness", "verdict"):
-        t.add_column(col, justify="left" if col in ("audit", "algorithm", "problem", "canary",
-                                                    "verdict") else "right",
+    """One row per audit point: the configuration searched to, claims, lower bounds, the exact ε
+    where the mechanism computes it, confirmation runs, resolution and verdict."""
+    t = Table(title="privacy audit (lower bounds at the per-point level; resolution: the "
+                    "smallest true ε this budget detects)")
+    for col in ("audit", "algorithm", "problem", "configuration", "ε claimed", "ε_lb", "true ε",
+                "μ claimed", "μ_lb", "runs", "resolution", "tightness", "verdict"):
+        t.add_column(col, justify="left" if col in ("audit", "algorithm", "problem",
+                                                    "configuration", "verdict") else "right",
                      no_wrap=col in ("verdict", "runs"))
     for r in results:
         pt = r.point
-        t.add_row(pt.audit, pt.algorithm_label, pt.problem_label, str(pt.point["n"]), pt.canary,
-                  _f(r.epsilon_claimed), _f(r.epsilon_lb), _f(r.mu_claimed), _f(r.mu_lb),
-                  f"{r.runs_completed}/{r.runs_planned}", _f(r.gap), _f(r.tightness, 2),
-                  r.verdict)
+        t.add_row(pt.audit, pt.algorithm_label, pt.problem_label,
+                  r.config or (pt.canary if r.applicable else "n/a"),
+                  _f(r.epsilon_claimed), _f(r.epsilon_lb), _f(r.true_epsilon),
+                  _f(r.mu_claimed), _f(r.mu_lb), f"{r.runs_completed}/{r.runs_planned}",
+                  _f(r.resolution), _f(r.tightness, 2), r.verdict)
     return t
 
 
@@ -67,10 +70,9 @@ def summary_lines(summary: AuditSummary) -> list[str]:
     for r in summary.violations:
         pt = r.point
         lines.append(f"PRIVACY VIOLATION: {pt.audit}/{pt.algorithm_label} on {pt.problem_label} "
-                     f"(n={pt.point['n']}, p={pt.point['p']}, ε={pt.point['epsilon']:g}, "
-                     f"δ={pt.point['delta']:g}, canary {pt.canary}): ε_lb = "
-                     f"{r.epsilon_lb:.4g} > claimed {r.epsilon_claimed:.4g} (μ_lb = "
-                     f"{_f(r.mu_lb)}, claimed μ = {_f(r.mu_claimed)})")
+                     f"({r.config}): ε_lb = {r.epsilon_lb:.4g} > claimed "
+                     f"{r.epsilon_claimed:.4g} (μ_lb = {_f(r.mu_lb)}, claimed μ = "
+                     f"{_f(r.mu_claimed)}); event {r.event}")
     private = [r for r in applicable if r.point.expect == "private" and r.runs_completed]
     if summary.uninformative:
         lines.append(f"{len(summary.uninformative)} of {len(private)} point(s) of private "

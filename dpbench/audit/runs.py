@@ -1,106 +1,188 @@
-"""Running one audit batch: the mechanism many times on D and on D′, scored on a fixed direction.
+"""Running audit batches on a worker: releases on D and D′, kept (pilots) or counted (confirms).
 
-Run r of a batch uses two independent child generators, one for D and one for D′, spawned from
-the batch generator (:meth:`numpy.random.Generator.spawn`, i.e. ``SeedSequence.spawn``: streams
-independent by construction, never shared between runs, sides or batches), so a batch is a
-deterministic function of its generator. The score of a release θ is ⟨θ, direction⟩ with the
-pair's direction fixed before any run.
+A batch of configuration c of a point uses the generator ``point.batch_rng(c, key)``: with the
+mechanism's vectorised path (:meth:`~dpbench.core.algorithm.Algorithm.release_batch`) each side's
+releases come from one child of it (child 0 for D, child 1 for D′); with ``run_many``
+(:meth:`~dpbench.core.algorithm.Algorithm.release_many`) from one generator spawned per run; with
+``run`` alone, from the side's child generator reused run after run (independent draws of one
+stream: ``run`` takes all its randomness from the generator it is given, so successive calls are
+independent releases). The arguments are validated once per batch and every release is checked
+like :meth:`~dpbench.core.algorithm.Algorithm.release` (a finite θ inside C, a ledger within the
+budget). A batch is a deterministic function of its generator.
 
-The releases of one side come from the mechanism's vectorised path when it has one
-(:meth:`~dpbench.core.algorithm.Algorithm.release_batch`: all of a side's ``runs`` releases from
-one child generator of the batch, child 0 for D and child 1 for D′), otherwise from
-:meth:`~dpbench.core.algorithm.Algorithm.release_many`: the optional ``run_many`` (the
-data-dependent, noise-free work done once; each release equal to ``run`` with its generator) or
-a loop over ``run``. Every release is checked like
-:meth:`~dpbench.core.algorithm.Algorithm.release` (docs/plugins.md, 'Fast paths for audits').
+A pilot batch returns its releases; a confirmation batch scores them with the point's fixed
+scorers and returns how many fall in each fixed event (:func:`dpbench.audit.events.count_events`),
+in chunks of :data:`CHUNK_RUNS` so that memory stays bounded whatever the batch size.
 """
 
 from __future__ import annotations
 
 import math
+from collections import OrderedDict
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence
 
 import numpy as np
 
 from ..core.algorithm import Algorithm
 from ..core.errors import NotApplicable
 from ..core.neighbours import NeighbourPair, canary_not_applicable_reason
-from ..core.problem import Problem
+from ..core.problem import Dataset, Problem
 from ..privacy.ledger import PrivacyLedger
 from ..privacy.profile import PROFILE_EPSILONS
+from .events import Event, count_events
+from .points import AuditPoint
+from .procedure import Claims, ConfirmResult, PilotResult, ScoringContext, Work
+from .scores import Scorer
 
-__all__ = ["AuditBatch", "run_audit_batch"]
+__all__ = ["CHUNK_RUNS", "claims_of", "point_pair", "releases", "run_confirm", "run_pilot",
+           "scoring_context"]
 
+#: Releases scored at once in a confirmation batch (per side).
+CHUNK_RUNS = 100_000
 
-@dataclass
-class AuditBatch:
-    """Scores of one batch (``runs`` releases on each side) and the privacy the ledgers claim.
-
-    Claims are the maximum over the batch's runs (they must agree: a ledger whose ε depends on
-    the data would itself leak); ``mu_claimed`` is NaN when some ledger has no GDP claim;
-    ``certified`` is False when any ledger is nominal only. ``profile_delta`` is the claimed
-    privacy profile (:attr:`~dpbench.privacy.ledger.PrivacyLedger.claimed_profile`) read on
-    :data:`~dpbench.privacy.profile.PROFILE_EPSILONS`, the largest δ over the batch's ledgers.
-    """
-
-    scores0: np.ndarray
-    scores1: np.ndarray
-    epsilon_claimed: float
-    delta_claimed: float
-    mu_claimed: float
-    certified: bool
-    profile_delta: np.ndarray
+_PAIRS: OrderedDict[str, NeighbourPair] = OrderedDict()
+_PAIR_CACHE_SIZE = 64
 
 
-def _claims(ledgers: Sequence[PrivacyLedger]) -> tuple[float, float, float, bool]:
-    eps = max(float(ledger.epsilon) for ledger in ledgers)
-    delta = max(float(ledger.delta) for ledger in ledgers)
-    mus = [ledger.gdp_mu for ledger in ledgers]
+def point_pair(point: AuditPoint, config: int) -> NeighbourPair:
+    """The configuration's neighbouring pair, cached per process (deterministic in its key)."""
+    key = point.pair_key(config)
+    hit = _PAIRS.get(key)
+    if hit is None:
+        hit = point.make_pair(config)
+        _PAIRS[key] = hit
+        if len(_PAIRS) > _PAIR_CACHE_SIZE:
+            _PAIRS.popitem(last=False)
+    else:
+        _PAIRS.move_to_end(key)
+    return hit
+
+
+def claims_of(ledgers: Sequence[PrivacyLedger]) -> Claims:
+    """The claims of a batch's ledgers: the largest ε, δ, μ (NaN when some ledger states none),
+    certified only when all are, and the weakest claimed profile (they agree unless a ledger
+    depends on the data, which would itself leak)."""
+    distinct = {(led.epsilon, led.delta, led.gdp_mu, led.certified, led.profile): led
+                for led in ledgers}.values()
+    eps = max(float(led.epsilon) for led in distinct)
+    delta = max(float(led.delta) for led in distinct)
+    mus = [led.gdp_mu for led in distinct]
     mu = math.nan if any(m is None for m in mus) else max(float(m) for m in mus)  # type: ignore[arg-type]
-    certified = all(bool(ledger.certified) for ledger in ledgers)
-    return eps, delta, mu, certified
+    profile = np.max([led.claimed_profile.delta_at(PROFILE_EPSILONS) for led in distinct], axis=0)
+    return Claims(eps, delta, mu, all(bool(led.certified) for led in distinct),
+                  tuple(float(x) for x in profile))
 
 
-def _profile_delta(ledgers: Sequence[PrivacyLedger]) -> np.ndarray:
-    """The weakest claimed profile of the ledgers (they agree unless a ledger is data-dependent)."""
-    distinct = {(led.epsilon, led.delta, led.gdp_mu, led.profile): led for led in ledgers}
-    return np.max([led.claimed_profile.delta_at(PROFILE_EPSILONS) for led in distinct.values()],
-                  axis=0)
+def releases(algorithm: Algorithm, problem: Problem, data: Dataset, *, epsilon: float,
+             delta: float, rng: np.random.Generator, runs: int
+             ) -> tuple[np.ndarray, list[PrivacyLedger]]:
+    """``runs`` releases (rows) on ``data`` and their ledgers, by the fastest path the mechanism
+    has (module docstring)."""
+    if type(algorithm)._has_batch_path():
+        out = algorithm.release_batch(data, problem, epsilon=epsilon, delta=delta, rng=rng,
+                                      size=runs)
+        if out is not None:
+            return np.asarray(out.thetas, dtype=np.float64), [out.ledger]
+    if type(algorithm)._has_fast_path():
+        rel = algorithm.release_many(data, problem, epsilon=epsilon, delta=delta,
+                                     rngs=rng.spawn(runs))
+        return np.stack([r.theta for r in rel]), [r.ledger for r in rel]
+    algorithm._check_call(problem, epsilon, delta, (rng,))
+    thetas = np.empty((runs, data.p))
+    ledgers: list[PrivacyLedger] = []
+    for i in range(runs):
+        out = algorithm._checked(algorithm.run(data, problem, epsilon=epsilon, delta=delta,
+                                               rng=rng), data, problem, epsilon, delta, "run")
+        thetas[i] = out.theta
+        if not ledgers or out.ledger != ledgers[-1]:
+            ledgers.append(out.ledger)
+    return thetas, ledgers
 
 
-def run_audit_batch(algorithm: Algorithm, problem: Problem, pair: NeighbourPair, *,
-                    epsilon: float, delta: float, runs: int,
-                    rng: np.random.Generator) -> AuditBatch:
-    """``runs`` releases on ``pair.d0`` and on ``pair.d1``, scored by ⟨θ, pair.direction⟩.
+@dataclass(frozen=True)
+class _Setup:
+    algorithm: Algorithm
+    problem: Problem
+    pair: NeighbourPair
+    epsilon: float
+    delta: float
 
-    Deterministic given ``rng``: with a vectorised path it spawns 2 children (D, D′), otherwise
-    2·``runs`` children (run r: child 2r for D, 2r + 1 for D′). Raises :class:`NotApplicable` when the pair's canary does not apply to the algorithm
-    (``outlier`` without ``clips_gradients``) or the algorithm cannot run on the problem.
-    """
-    if not (isinstance(runs, (int, np.integer)) and runs >= 1):
-        raise ValueError(f"runs must be an integer >= 1, got {runs!r}")
-    reason = canary_not_applicable_reason(algorithm, pair.canary)
+
+def _setup(point: AuditPoint, config: int) -> _Setup:
+    c = point.configs[config]
+    algorithm = point.algorithm(config)
+    reason = canary_not_applicable_reason(algorithm, c.canary)
     if reason is not None:
         raise NotApplicable(reason)
-    u = np.asarray(pair.direction, dtype=float)
-    if algorithm._has_batch_path():
-        c0, c1 = rng.spawn(2)
-        b0 = algorithm.release_batch(pair.d0, problem, epsilon=epsilon, delta=delta, rng=c0,
-                                     size=int(runs))
-        b1 = algorithm.release_batch(pair.d1, problem, epsilon=epsilon, delta=delta, rng=c1,
-                                     size=int(runs))
-        if b0 is not None and b1 is not None:
-            ledgers = [b0.ledger, b1.ledger]
-            return AuditBatch(np.ascontiguousarray(b0.thetas @ u, dtype=np.float64),
-                              np.ascontiguousarray(b1.thetas @ u, dtype=np.float64),
-                              *_claims(ledgers), _profile_delta(ledgers))
-    children = rng.spawn(2 * int(runs))
-    rel0 = algorithm.release_many(pair.d0, problem, epsilon=epsilon, delta=delta,
-                                  rngs=children[0::2])
-    rel1 = algorithm.release_many(pair.d1, problem, epsilon=epsilon, delta=delta,
-                                  rngs=children[1::2])
-    scores0 = np.array([float(np.dot(r.theta, u)) for r in rel0], dtype=np.float64)
-    scores1 = np.array([float(np.dot(r.theta, u)) for r in rel1], dtype=np.float64)
-    ledgers = [r.ledger for r in rel0 + rel1]
-    return AuditBatch(scores0, scores1, *_claims(ledgers), _profile_delta(ledgers))
+    problem = point.problem()
+    return _Setup(algorithm, problem, point_pair(point, config), float(c.epsilon),
+                  float(c.delta))
+
+
+def scoring_context(point: AuditPoint, config: int) -> ScoringContext:
+    """What the scores of a configuration need (the client's side of the same pair)."""
+    s = _setup(point, config)
+    return ScoringContext(s.problem, s.algorithm, s.pair.d0, s.pair.d1,
+                          np.asarray(s.pair.direction, dtype=float), s.epsilon, s.delta)
+
+
+def _sides(s: _Setup, rng: np.random.Generator, runs: int
+           ) -> tuple[np.ndarray, np.ndarray, list[PrivacyLedger]]:
+    g0, g1 = rng.spawn(2)
+    t0, l0 = releases(s.algorithm, s.problem, s.pair.d0, epsilon=s.epsilon, delta=s.delta,
+                      rng=g0, runs=runs)
+    t1, l1 = releases(s.algorithm, s.problem, s.pair.d1, epsilon=s.epsilon, delta=s.delta,
+                      rng=g1, runs=runs)
+    return t0, t1, l0 + l1
+
+
+#: The timing batch grows fourfold from ``work.runs`` until one size takes this long (or
+#: reaches TIMING_MAX_RUNS): a vectorised path's fixed cost must not pass for a per-run cost.
+TIMING_SECONDS = 0.3
+TIMING_MAX_RUNS = 1 << 18
+
+
+def run_pilot(point: AuditPoint, work: Work) -> PilotResult:
+    """A pilot batch: ``work.runs`` releases on each side, kept. A timing batch grows its size
+    until it is long enough to time (:data:`TIMING_SECONDS`); it returns the last size's
+    releases and seconds."""
+    import time
+
+    s = _setup(point, work.config)
+    rng = point.batch_rng(work.config, work.key)
+    runs = work.runs
+    while True:
+        t = time.perf_counter()
+        t0, t1, ledgers = _sides(s, rng, runs)
+        took = time.perf_counter() - t
+        if work.kind != "timing" or took >= TIMING_SECONDS or runs >= TIMING_MAX_RUNS:
+            return PilotResult(t0, t1, claims_of(ledgers), took)
+        runs *= 4
+
+
+def run_confirm(point: AuditPoint, work: Work, scorers: Sequence[Scorer],
+                events: Sequence[Event]) -> ConfirmResult:
+    """A confirmation batch: ``work.runs`` releases on each side, counted in ``events`` (in
+    chunks of :data:`CHUNK_RUNS` releases drawn in turn from the side's child generator)."""
+    import time
+
+    t = time.perf_counter()
+    s = _setup(point, work.config)
+    ctx = ScoringContext(s.problem, s.algorithm, s.pair.d0, s.pair.d1,
+                         np.asarray(s.pair.direction, dtype=float), s.epsilon, s.delta)
+    g0, g1 = point.batch_rng(work.config, work.key).spawn(2)
+    counts = np.zeros((2, len(events)), dtype=np.int64)
+    ledgers: list[PrivacyLedger] = []
+    left = work.runs
+    while left > 0:
+        size = min(left, CHUNK_RUNS)
+        for side, (data, g) in enumerate(((s.pair.d0, g0), (s.pair.d1, g1))):
+            thetas, led = releases(s.algorithm, s.problem, data, epsilon=s.epsilon,
+                                   delta=s.delta, rng=g, runs=size)
+            scores = [ctx.score(sc, thetas) for sc in scorers]
+            counts[side] += count_events(list(events), scores)
+            ledgers += led[:1] + led[-1:]
+        left -= size
+    return ConfirmResult(counts[0], counts[1], int(work.runs), claims_of(ledgers),
+                         time.perf_counter() - t)

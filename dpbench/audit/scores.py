@@ -67,6 +67,24 @@ class Scorer:
     table: tuple[float, ...] = ()
     note: str = field(default="", compare=False)
 
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-safe (infinite edges as ±1.7e308)."""
+        fin = lambda v: float(np.clip(v, -1.7e308, 1.7e308))  # noqa: E731
+        return {"kind": self.kind, "direction": list(self.direction), "centre": list(self.centre),
+                "scale": list(self.scale), "weights": list(self.weights),
+                "edges": [[fin(v) for v in e] for e in self.edges], "table": list(self.table)}
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> Scorer:
+        if d.get("kind") not in SCORER_KINDS:
+            raise ValueError(f"unknown scorer kind {d.get('kind')!r}")
+        edges = tuple(tuple(float(v) for v in e) for e in d.get("edges", []))
+        edges = tuple((-np.inf, *e[1:-1], np.inf) if len(e) >= 2 else e for e in edges)
+        return cls(str(d["kind"]), tuple(map(float, d.get("direction", []))),
+                   tuple(map(float, d.get("centre", []))), tuple(map(float, d.get("scale", []))),
+                   tuple(map(float, d.get("weights", []))), edges,
+                   tuple(map(float, d.get("table", []))))
+
     def describe(self) -> str:
         if self.kind == "projection":
             return "⟨θ, u⟩ (u: θ̂*(D′) − θ̂*(D))"

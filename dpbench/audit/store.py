@@ -1,33 +1,32 @@
 """The audit part of a dpbench store: one zarr group ``audit/<audit name>`` per audit.
 
 Readable with ``xarray.open_zarr(STORE, group="audit/NAME", consolidated=False)`` (or
-:func:`open_audit`). Dimensions: the point dims ``algorithm, problem, n, p, epsilon, delta,
-canary``, then ``batch`` (cells of a point), ``side`` (``D``, ``D'``) and ``run`` (runs of a
-batch). Variables:
+:func:`open_audit`): per point (dims ``algorithm, problem``, the grid axes the audit does not
+search, ``canary``) the results of :func:`dpbench.audit.engine.compute_bounds` —
+:data:`POINT_FLOAT_VARS` (the bounds, the claims, the resolution, the exact ε of the chosen
+configuration where the mechanism can compute it, the worker seconds), :data:`POINT_INT_VARS`
+(``runs_completed`` and ``runs_planned``: confirmation runs per side; ``selection_runs``,
+``configurations``, ``events``), ``violation`` and :data:`POINT_TEXT_VARS` (the event that gave
+the ε bound, the chosen configuration, the stage reached, a note).
 
-* per run: ``scores`` (float64; point dims × batch × side × run) — the score of every release;
-* per batch (cell): ``batch_status`` (uint8, the codes of :mod:`dpbench.engine.cells`: 0 pending,
-  1 done, 2 failed, 3 not applicable), ``batch_error`` (text), ``batch_epsilon_claimed``,
-  ``batch_delta_claimed``, ``batch_mu_claimed`` (NaN: no GDP claim), ``batch_certified``,
-  ``batch_seconds`` (the batch's wall time on its worker; NaN unless done; like ``wall_time_s``
-  of the cube, the one variable that differs between identical runs), ``batch_profile_delta``
-  (point dims × batch × ``profile_epsilon``: the claimed privacy profile δ(ε) on
-  :data:`~dpbench.privacy.profile.PROFILE_EPSILONS`);
-* per point (recomputed from the completed batches at the end of every ``dpbench audit``):
-  :data:`POINT_FLOAT_VARS` (``seconds``: the sum of the completed batches' ``batch_seconds``), ``runs_completed`` / ``runs_planned`` (runs per side),
-  ``violation`` (bool), ``event`` and ``note`` (text: the confirming event, or why a point is
-  not applicable).
+Each point's batches live in its own group ``audit/<name>/points/<k>`` (k its flat index):
+``pilot.c<config>.r<round>.b<part>`` and ``timing`` arrays (side × run × p: the releases of the
+search's pilot batches, from which the search and the selection are recomputed), the
+``confirm_counts`` array (batch × side × event: how many releases of each confirmation batch
+fell in each fixed event) and its ``state`` attribute: the configurations, the plan (the budget
+resolved into runs), the search's decisions, the selection (scorers and events) and every
+batch's status, claims, seconds and error.
 
-Crash safety follows :mod:`dpbench.store.cube`: the client is the only writer, zarr writes every chunk
-atomically, and a batch's scores and claims are written before its ``batch_status`` (the commit
-marker), so ``done`` implies the scores are there. A crash leaves pending batches that a resume
-recomputes identically.
+Crash safety follows :mod:`dpbench.store.cube`: the client is the only writer, zarr writes every
+chunk atomically, and a batch's data are written before its status (the commit marker); a
+decision is recorded before any batch that depends on it. A crash leaves batches that a resume
+recomputes identically; recorded decisions are reused, never recomputed.
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -38,43 +37,25 @@ if TYPE_CHECKING:
 
 from ..config.audit import AUDIT_SCHEMA, AuditSpec
 from ..core.errors import StoreError
-from ..core.schema import DONE, FAILED, NOT_APPLICABLE, PENDING, STATUS_NAMES
+from ..core.schema import DONE, FAILED, STATUS_NAMES
 from ..privacy.profile import PROFILE_EPSILONS
-from ..store.cube import STATUS_CHUNK_CELLS, VALUE_CHUNK_CELLS, Store, chunk_shape, package_versions
+from ..store.cube import Store, package_versions
 from ..store.paths import AUDIT_GROUP
+from .points import Config
+from .procedure import Claims, ConfirmResult, PilotResult, Plan, PointState, Selection, Work
 
 AUDIT_KEY = "dpbench_audit"
 SIDES = ("D", "D'")
-#: Per-batch float variables (the claims the ledger made for the batch's releases).
-BATCH_FLOAT_VARS = ("batch_epsilon_claimed", "batch_delta_claimed", "batch_mu_claimed",
-                    "batch_seconds")
 #: Per-point float variables (NaN where not computable).
 POINT_FLOAT_VARS = ("epsilon_lower_bound", "epsilon_claimed", "delta_claimed", "mu_lower_bound",
-                    "mu_claimed", "epsilon_lower_bound_gdp", "audit_gap", "alpha", "threshold",
-                    "seconds")
-#: The variables that differ between two runs of the same audit (wall times): every other one
-#: is bit-identical whatever the backend, the number of workers or the resumes.
-NONDETERMINISTIC_AUDIT_VARS = ("batch_seconds", "seconds")
-POINT_INT_VARS = ("runs_completed", "runs_planned", "n_select", "n_confirm")
-POINT_TEXT_VARS = ("event", "note")
-
-
-@dataclass
-class BatchResult:
-    """The outcome of one audit cell (a batch of ``batch`` runs on D and on D′)."""
-
-    audit: str
-    index: tuple[int, ...]          # position along the point dims
-    batch: int
-    status: int
-    error: str
-    scores: np.ndarray              # (2, batch): side D, side D′ (NaN unless done)
-    epsilon_claimed: float = float("nan")
-    delta_claimed: float = float("nan")
-    mu_claimed: float = float("nan")
-    certified: bool = False
-    seconds: float = float("nan")
-    profile_delta: np.ndarray | None = None   # (len(PROFILE_EPSILONS),) NaN unless done
+                    "mu_claimed", "epsilon_lower_bound_gdp", "audit_gap", "alpha",
+                    "resolution_epsilon", "true_epsilon", "seconds")
+#: The variables that differ between two runs of the same audit (wall times, and what a time
+#: budget resolves to): every other one is bit-identical whatever the backend or the number of
+#: workers when the runs are pinned (``runs:``), and given the same resolved plan otherwise.
+NONDETERMINISTIC_AUDIT_VARS = ("seconds",)
+POINT_INT_VARS = ("runs_completed", "runs_planned", "selection_runs", "configurations", "events")
+POINT_TEXT_VARS = ("event", "config", "stage", "note")
 
 
 def group_path(name: str) -> str:
@@ -90,7 +71,7 @@ def audit_names(store: Store) -> list[str]:
 
 
 def open_audit(store_path: Any, name: str) -> xr.Dataset:
-    """The audit group ``name`` of a store as an xarray Dataset (lazy)."""
+    """The audit group ``name`` of a store as an xarray Dataset (lazy): the point variables."""
     import xarray as xr  # not at module level: ``dpbench status`` needs no xarray (issue 17)
 
     return xr.open_zarr(str(store_path), group=group_path(name), consolidated=False)
@@ -105,12 +86,16 @@ def _create_coord(g: zarr.Group, name: str, values: Sequence[Any]) -> None:
     a[:] = arr
 
 
+def _json(value: Any) -> Any:
+    """``value`` as JSON metadata reads it back (a round trip; NaN must already be null)."""
+    return json.loads(json.dumps(value, allow_nan=False))
+
+
 class AuditStore:
     """The audit groups of an open :class:`~dpbench.store.cube.Store` (the client is the only writer)."""
 
     def __init__(self, store: Store):
         self.store = store
-        self._arrays: dict[tuple[str, str], zarr.Array] = {}
 
     # --- preparing ----------------------------------------------------------------------------
     def changed(self, audits: Sequence[AuditSpec], root_seed: int) -> list[str]:
@@ -132,9 +117,10 @@ class AuditStore:
         if changed:
             raise StoreError(
                 f"store {str(self.store.path)!r} holds audit(s) {', '.join(changed)} with a "
-                "different definition (algorithms, problems, parameters, grid, canaries, runs, "
-                "batch or root_seed changed, or a plugin's version did); their scores would not "
-                "match the suite. Use a new --store path, or --restart to discard those audits")
+                "different definition (algorithms, problems, parameters, grid, canaries, search, "
+                "budget, runs or root_seed changed, or a plugin's version did); their batches "
+                "would not match the suite. Use a new --store path, or --restart to discard "
+                "those audits")
 
     def prepare(self, audits: Sequence[AuditSpec], root_seed: int, restart: bool = False) -> None:
         """Create missing audit groups; refuse (or, with ``restart``, recreate) changed ones.
@@ -160,36 +146,15 @@ class AuditStore:
         parent = root[AUDIT_GROUP] if AUDIT_GROUP in root else root.create_group(AUDIT_GROUP)
         if a.name in parent:  # changed, or a creation that crashed half-way
             del parent[a.name]
-        self._arrays = {k: v for k, v in self._arrays.items() if k[0] != a.name}
         g = parent.create_group(a.name)
         coords: dict[str, Sequence[Any]] = {
             "algorithm": [s.label for s in a.algorithms], "problem": [s.label for s in a.problems],
-            **a.grid, "canary": list(a.canaries), "batch": list(range(a.n_batches)),
-            "side": list(SIDES), "run": list(range(a.batch)),
-            "profile_epsilon": PROFILE_EPSILONS.tolist()}
+            **{ax: a.grid[ax] for ax in a.axes}, "canary": list(a.canaries),
+            "side": list(SIDES), "profile_epsilon": PROFILE_EPSILONS.tolist()}
         for name, values in coords.items():
             _create_coord(g, name, values)
         pdims = list(a.point_dims)
         pshape = a.point_shape
-        bshape = (*pshape, a.n_batches)
-        g.create_array("scores", shape=(*bshape, 2, a.batch), chunks=(*(1,) * len(bshape), 2,
-                                                                      a.batch),
-                       dtype="f8", fill_value=np.nan, dimension_names=[*pdims, "batch", "side",
-                                                                       "run"])
-        bchunks = chunk_shape(bshape, VALUE_CHUNK_CELLS)
-        for var in BATCH_FLOAT_VARS:
-            g.create_array(var, shape=bshape, chunks=bchunks, dtype="f8", fill_value=np.nan,
-                           dimension_names=[*pdims, "batch"])
-        g.create_array("batch_profile_delta", shape=(*bshape, PROFILE_EPSILONS.size),
-                       chunks=(*(1,) * len(bshape), PROFILE_EPSILONS.size), dtype="f8",
-                       fill_value=np.nan, dimension_names=[*pdims, "batch", "profile_epsilon"])
-        g.create_array("batch_certified", shape=bshape, chunks=bchunks, dtype="bool",
-                       fill_value=False, dimension_names=[*pdims, "batch"])
-        g.create_array("batch_error", shape=bshape, chunks=bchunks, dtype=str, fill_value="",
-                       dimension_names=[*pdims, "batch"])
-        g.create_array("batch_status", shape=bshape,
-                       chunks=chunk_shape(bshape, STATUS_CHUNK_CELLS), dtype="u1",
-                       fill_value=PENDING, dimension_names=[*pdims, "batch"])
         for var in POINT_FLOAT_VARS:
             g.create_array(var, shape=pshape, dtype="f8", fill_value=np.nan,
                            dimension_names=pdims)
@@ -199,9 +164,11 @@ class AuditStore:
                        dimension_names=pdims)
         for var in POINT_TEXT_VARS:
             g.create_array(var, shape=pshape, dtype=str, fill_value="", dimension_names=pdims)
+        g.create_group("points")
         g.attrs.update({
             "audit": a.name, "description": a.description, "expect": a.expect,
-            "runs": a.runs, "batch": a.batch, "root_seed": root_seed,
+            "budget_s": a.budget_s, "runs": a.runs, "selection_runs": a.selection_runs,
+            "search": a.search, "root_seed": root_seed,
             "status_codes": {str(k): v for k, v in STATUS_NAMES.items()},
             "algorithms": {s.label: {"algorithm": s.name, "params": s.params,
                                      "version": s.cls.version, "citation": s.cls.citation}
@@ -212,66 +179,124 @@ class AuditStore:
         g.attrs[AUDIT_KEY] = {"fingerprint": a.fingerprint(root_seed),
                               "definition": a.definition(root_seed), "initialised": True}
 
-    # --- reading ------------------------------------------------------------------------------
-    def array(self, audit: str, var: str) -> zarr.Array:
-        key = (audit, var)
-        if key not in self._arrays:
-            self._arrays[key] = self.store.root[group_path(audit)][var]
-        return self._arrays[key]
+    # --- the points' batches -------------------------------------------------------------------
+    def _point_group(self, audit: str, flat: int) -> zarr.Group:
+        parent = self.store.root[group_path(audit)]["points"]
+        key = str(int(flat))
+        return parent[key] if key in parent else parent.create_group(key)
 
-    def batch_status(self, audit: str) -> np.ndarray:
-        return np.asarray(self.array(audit, "batch_status")[...])
+    def _state_record(self, g: zarr.Group) -> dict[str, Any]:
+        rec = g.attrs.get("state")
+        return dict(rec) if isinstance(rec, dict) else {}
 
-    def completed(self, audit: str, index: tuple[int, ...]) -> tuple[np.ndarray, np.ndarray]:
-        """(batch indices done, their scores (k, 2, batch)) of one point."""
-        done = np.flatnonzero(np.asarray(self.array(audit, "batch_status")[index]) == DONE)
-        if done.size == 0:
-            shape = self.array(audit, "scores").shape[-2:]
-            return done, np.empty((0, *shape))
-        scores = np.asarray(self.array(audit, "scores").oindex[(*index, done.tolist())])
-        return done, scores.reshape(done.size, *scores.shape[-2:])
+    def load_state(self, audit: str, flat: int, configs: Sequence[Config]) -> PointState:
+        """A point's stored state (the batches done, the recorded decisions)."""
+        g = self._point_group(audit, flat)
+        rec = self._state_record(g)
+        stored = [Config.from_dict(c) for c in rec.get("configs", [])]
+        if stored and stored != list(configs):
+            raise StoreError(f"audit {audit!r}, point {flat}: the stored configurations differ "
+                             "from the suite's; the store was edited or damaged")
+        state = PointState(n_configs=len(configs))
+        if rec.get("plan"):
+            state.plan = Plan.from_dict(rec["plan"])
+        state.rounds = [(tuple(int(c) for c in kept), tuple((int(c), _num(v)) for c, v in scored))
+                        for kept, scored in rec.get("rounds", [])]
+        if rec.get("selection"):
+            state.selection = Selection.from_dict(rec["selection"])
+        counts = g["confirm_counts"] if "confirm_counts" in g else None
+        for key, b in dict(rec.get("batches", {})).items():
+            if b.get("status") == FAILED:
+                state.failed[key] = str(b.get("error", ""))
+                continue
+            if b.get("status") != DONE:
+                continue
+            claims = Claims.from_list(b["claims"])
+            if key.startswith("confirm/"):
+                if counts is None:
+                    continue
+                i = int(key.split("/b")[1])
+                c = np.asarray(counts[i], dtype=np.int64)
+                state.confirms[key] = ConfirmResult(c[0], c[1], int(b["runs"]), claims,
+                                                    _num(b.get("seconds")))
+            else:
+                arr = np.asarray(g[_array_name(key)][...], dtype=np.float64)
+                res = PilotResult(arr[0], arr[1], claims, _num(b.get("seconds")))
+                if key == "timing":
+                    state.timing = res
+                else:
+                    state.pilots[key] = res
+        return state
 
-    # --- writing ------------------------------------------------------------------------------
-    def _set(self, audit: str, var: str, index: tuple[int, ...], batches: list[int],
-             values: np.ndarray) -> None:
-        self.array(audit, var).oindex[(*index, batches)] = values
+    def save_decisions(self, audit: str, flat: int, configs: Sequence[Config],
+                       state: PointState) -> None:
+        """Record the plan, the search's decisions and the selection (before any batch that
+        depends on them is written), and create the confirmation array once there is a
+        selection."""
+        g = self._point_group(audit, flat)
+        rec = self._state_record(g)
+        rec["configs"] = [c.to_dict() for c in configs]
+        rec["plan"] = state.plan.to_dict() if state.plan is not None else None
+        rec["rounds"] = [[list(kept), [[c, _jnum(v)] for c, v in scored]]
+                         for kept, scored in state.rounds]
+        rec["selection"] = state.selection.to_dict() if state.selection is not None else None
+        rec.setdefault("batches", {})
+        new = _json(rec)
+        if new != self._state_record(g):
+            g.attrs["state"] = new
+        if state.selection is not None and state.plan is not None and "confirm_counts" not in g:
+            g.create_array("confirm_counts",
+                           shape=(state.plan.confirm_batches, 2, len(state.selection.events)),
+                           chunks=(1, 2, len(state.selection.events)), dtype="i8",
+                           fill_value=-1, dimension_names=["batch", "side", "event"])
 
-    def write_batches(self, results: Sequence[BatchResult]) -> None:
-        """Write batch results: scores, claims and errors first, then ``batch_status``."""
-        groups: dict[tuple[str, tuple[int, ...]], list[BatchResult]] = {}
-        for r in results:
-            groups.setdefault((r.audit, r.index), []).append(r)
-        for (audit, index), rows in groups.items():
-            batches = [r.batch for r in rows]
-            self._set(audit, "scores", index, batches, np.stack([r.scores for r in rows]))
-            for var, attr in zip(BATCH_FLOAT_VARS, ("epsilon_claimed", "delta_claimed",
-                                                    "mu_claimed", "seconds")):
-                self._set(audit, var, index, batches,
-                          np.asarray([getattr(r, attr) for r in rows], dtype=np.float64))
-            self._set(audit, "batch_profile_delta", index, batches, np.stack([
-                np.full(PROFILE_EPSILONS.size, np.nan) if r.profile_delta is None
-                else np.asarray(r.profile_delta, dtype=np.float64) for r in rows]))
-            self._set(audit, "batch_certified", index, batches,
-                      np.asarray([r.certified for r in rows], dtype=bool))
-            self._set(audit, "batch_error", index, batches,
-                      np.asarray([r.error for r in rows], dtype=object))
-        for (audit, index), rows in groups.items():
-            self._set(audit, "batch_status", index, [r.batch for r in rows],
-                      np.asarray([r.status for r in rows], dtype=np.uint8))
+    def write_batch(self, audit: str, flat: int, work: Work, result: Any, error: str = "") -> None:
+        """Write one batch: its data first, then its status (``result`` None: failed)."""
+        g = self._point_group(audit, flat)
+        entry: dict[str, Any] = {"status": FAILED, "error": error[:2000]}
+        if isinstance(result, PilotResult):
+            name = _array_name(work.key)
+            data = np.stack([result.theta0, result.theta1])
+            if name in g:
+                del g[name]
+            arr = g.create_array(name, shape=data.shape, dtype="f8",
+                                 dimension_names=["side", "run", "coordinate"])
+            arr[...] = data
+            entry = {"status": DONE, "claims": result.claims.to_list(),
+                     "seconds": _jnum(result.seconds), "runs": int(data.shape[1])}
+        elif isinstance(result, ConfirmResult):
+            g["confirm_counts"][work.part] = np.stack([result.counts0, result.counts1])
+            entry = {"status": DONE, "claims": result.claims.to_list(),
+                     "seconds": _jnum(result.seconds), "runs": int(result.runs)}
+        rec = self._state_record(g)
+        batches = dict(rec.get("batches", {}))
+        batches[work.key] = entry
+        rec["batches"] = batches
+        g.attrs["state"] = _json(rec)
 
     def write_points(self, audit: str, values: dict[str, np.ndarray]) -> None:
-        """Write whole per-point variables (recomputed from the completed batches)."""
+        """Write whole per-point variables (recomputed at the end of every run)."""
+        g = self.store.root[group_path(audit)]
         for var, arr in values.items():
-            target = self.array(audit, var)
+            target = g[var]
             target[...] = arr.astype(object) if target.dtype.kind in "OTU" else arr
 
     def set_attrs(self, audit: str, attrs: dict[str, Any]) -> None:
         self.store.root[group_path(audit)].attrs.update(attrs)
 
 
-def batch_counts(status: np.ndarray) -> dict[str, int]:
-    """Batches per status name."""
-    return {"total": int(status.size), "done": int(np.sum(status == DONE)),
-            "failed": int(np.sum(status == FAILED)),
-            "not_applicable": int(np.sum(status == NOT_APPLICABLE)),
-            "pending": int(np.sum(status == PENDING))}
+def _array_name(key: str) -> str:
+    """The array of a pilot or timing batch (``pilot/c0/r1/b0`` → ``pilot.c0.r1.b0``)."""
+    return key.replace("/", ".")
+
+
+def _jnum(v: Any) -> float | None:
+    from .procedure import json_number
+
+    return json_number(float(v)) if v is not None else None
+
+
+def _num(v: Any) -> float:
+    from .procedure import number
+
+    return number(v)

@@ -1,28 +1,33 @@
 """The ``audit:`` and ``audits:`` sections of a suite: validation and the audit definitions.
 
 An audit (``audits:`` entry) names algorithms and problems (same syntax as experiments), the
-canaries (:data:`dpbench.core.neighbours.CANARIES`) and a grid over n, p, epsilon, delta; n
-defaults to the tiny sizes (2, 3, 5, 10) where privacy bugs concentrate (opacus #571). ``expect``
-says whether every point must pass (``private``) or every algorithm must be caught at one point
-at least (``violation``, the broken zoo). The run-wide ``audit:`` mapping sets the family-wise
-level ``alpha`` (Bonferroni over all audit points of the run), the default ``runs`` per side and
-the ``batch`` (runs per cell, even, dividing ``runs``). Validation reports every error at once,
-naming the field and the allowed values (see :mod:`dpbench.config.suite`).
+canaries and a grid over n, p, epsilon, delta; n defaults to the tiny sizes (2, 3, 5, 10) where
+privacy bugs concentrate (opacus #571). Its points are (algorithm, problem, grid point, canary).
+``expect`` says whether every point must pass (``private``) or every algorithm must be caught at
+one point at least (``violation``, the broken zoo). docs/audit.md explains it all; in short:
 
-An entry may set its own ``runs`` and ``batch``. The default budget (neither the ``audit:``
-mapping nor the entry sets ``runs``) depends on the mechanisms: an audit whose algorithms all have
-the vectorised path ``run_batch`` and cost at most :data:`VECTORISED_MAX_COST` gradient
-evaluations per run at the grid's largest n and p (``Algorithm.cost``) gets :data:`VECTORISED_RUNS` runs per side in batches of
-:data:`VECTORISED_BATCH` (about a second of compute per point; the entry's ``batch`` if it sets
-one), any other audit :data:`LOOPED_RUNS` runs in batches of ``audit.batch`` (default
-:data:`LOOPED_BATCH`) (docs/audit.md, 'Budget').
+* **Budget.** Each point gets ``budget_s`` seconds of worker time (default
+  :data:`DEFAULT_BUDGET_S`, run-wide under ``audit:`` or per entry), spent through the
+  mechanism's fastest path on all workers; ``runs`` (confirmation runs per side) and
+  ``selection_runs`` pin the run counts instead (the store is then bit-identical across
+  machines, not only across workers and backends).
+* **Canaries** (``kind[+background][@direction]``, :mod:`dpbench.core.neighbours`) or
+  ``search`` (the default): search every applicable canary of
+  :func:`~dpbench.core.neighbours.search_canaries`.
+* **Search** (``search:``): lists of values of the public parameters the audit leaves open — the
+  grid axes n, p, epsilon, delta (then absent from ``grid``) and any parameter declared by every
+  algorithm of the audit (e.g. a data norm, a ridge) — searched with the canaries.
+
+The run-wide ``audit:`` mapping also sets the family-wise level ``alpha`` (Bonferroni over all
+audit points of the run). Validation reports every error at once, naming the field and the
+allowed values (see :mod:`dpbench.config.suite`).
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -48,43 +53,37 @@ from .validation import (
 DEFAULT_N = (2, 3, 5, 10)
 EXPECT_VALUES = ("private", "violation")
 AUDIT_AXES = ("n", "p", "epsilon", "delta")
-_SETTINGS_KEYS = ("alpha", "runs", "batch")
-_AUDIT_KEYS = ("name", "description", "algorithms", "problems", "canaries", "grid", "runs", "batch",
-               "expect")
+#: The canary value that makes a point search the canaries (the default).
+SEARCH = "search"
+#: Default budget of a point, in seconds of worker time.
+DEFAULT_BUDGET_S = 60.0
+MAX_BUDGET_S = 24 * 3600.0
+_SETTINGS_KEYS = ("alpha", "budget_s", "runs", "selection_runs")
+_AUDIT_KEYS = ("name", "description", "algorithms", "problems", "canaries", "grid", "search",
+               "budget_s", "runs", "selection_runs", "expect")
 _PROB_KEYS = ("problem", "label", "params")
 _ALGO_KEYS = ("algorithm", "label", "params")
 #: 2: batch_seconds and seconds; 3: batch_profile_delta (claimed profile); 4: canaries at the
-#: declared data norm and inside a declared cube (other neighbouring pairs than before).
-AUDIT_SCHEMA = 4
-
-
-#: Default runs per side and per cell of an audit whose mechanisms all have ``run_batch``.
-VECTORISED_RUNS = 1_000_000
-VECTORISED_BATCH = 50_000
-#: Largest per-run cost (``Algorithm.cost(n, p)``) for which the vectorised default applies: a
-#: noisy-SGD run at n = 10 costs 2·10², at n = 100 2·10⁴ (10⁶ such runs would take hours).
-VECTORISED_MAX_COST = 2_000.0
-#: Default runs per side and per cell of any other audit.
-LOOPED_RUNS = 20_000
-LOOPED_BATCH = 1_000
+#: declared data norm and inside a declared cube; 5: time budgets, the search, scores and events
+#: fixed before confirmation, pairs keyed by problem, (n, p) and canary (docs/audit.md).
+AUDIT_SCHEMA = 5
 
 
 @dataclass(frozen=True)
 class AuditSettings:
-    """Run-wide settings: family-wise level, default runs per side, runs per cell.
-
-    ``explicit`` is False when the suite did not set ``runs``: each audit that does not set its
-    own then gets the default budget of its mechanisms (module docstring)."""
+    """Run-wide settings: the family-wise level, and the default budget (or pinned runs) of an
+    audit that sets none."""
 
     alpha: float = 0.05
-    runs: int = LOOPED_RUNS
-    batch: int = LOOPED_BATCH
-    explicit: bool = False
+    budget_s: float = DEFAULT_BUDGET_S
+    runs: int | None = None
+    selection_runs: int | None = None
 
 
 @dataclass(frozen=True)
 class AuditSpec:
-    """One ``audits:`` entry, validated; its points are (algorithm, problem, grid point, canary)."""
+    """One ``audits:`` entry, validated; its points are (algorithm, problem, grid point, canary)
+    over the grid axes it does not search."""
 
     name: str
     description: str
@@ -92,28 +91,32 @@ class AuditSpec:
     problems: tuple[ProblemSpec, ...]
     canaries: tuple[str, ...]
     grid: dict[str, list[Any]]
-    runs: int
-    batch: int
     expect: str
+    budget_s: float = DEFAULT_BUDGET_S
+    runs: int | None = None
+    selection_runs: int | None = None
+    search: dict[str, list[Any]] = field(default_factory=dict)
 
     @property
-    def n_batches(self) -> int:
-        return self.runs // self.batch
+    def axes(self) -> tuple[str, ...]:
+        """The grid axes of the points (those not searched)."""
+        return tuple(a for a in AUDIT_AXES if a in self.grid)
 
     @property
     def point_dims(self) -> tuple[str, ...]:
-        return ("algorithm", "problem", *AUDIT_AXES, "canary")
+        return ("algorithm", "problem", *self.axes, "canary")
 
     @property
     def point_shape(self) -> tuple[int, ...]:
-        return (len(self.algorithms), len(self.problems), *(len(self.grid[a]) for a in AUDIT_AXES),
+        return (len(self.algorithms), len(self.problems), *(len(self.grid[a]) for a in self.axes),
                 len(self.canaries))
 
     def definition(self, root_seed: int) -> dict[str, Any]:
         """Everything that determines the stored scores (for the store's fingerprint)."""
         return {
-            "schema": AUDIT_SCHEMA, "root_seed": root_seed, "runs": self.runs,
-            "batch": self.batch, "canaries": list(self.canaries), "grid": self.grid,
+            "schema": AUDIT_SCHEMA, "root_seed": root_seed, "budget_s": self.budget_s,
+            "runs": self.runs, "selection_runs": self.selection_runs,
+            "canaries": list(self.canaries), "grid": self.grid, "search": self.search,
             "problems": [{"label": p.label, "name": p.name, "version": p.cls.version,
                           "params": identity_params(p.cls.params, p.params)}
                          for p in self.problems],
@@ -126,10 +129,38 @@ class AuditSpec:
         return stable_hash(self.definition(root_seed))
 
 
-def _allowed_canaries() -> tuple[str, ...]:
-    from ..core.neighbours import CANARIES
+def _check_canary(key: Any) -> str | None:
+    """Why ``key`` is not a canary (None when it is one, or ``search``)."""
+    from ..core.neighbours import CanarySpec
 
-    return tuple(CANARIES)
+    if key == SEARCH:
+        return None
+    try:
+        CanarySpec.parse(key)
+    except UserInputError as exc:
+        return str(exc)
+    return None
+
+
+def _budget_fields(errs: Errors, path: str, raw: Mapping[str, Any], default: AuditSettings
+                   ) -> tuple[float, int | None, int | None]:
+    """``budget_s``, ``runs``, ``selection_runs`` of a mapping (the run-wide ``audit:`` or an
+    entry), each falling back to ``default``."""
+    budget = raw.get("budget_s", default.budget_s)
+    if not (is_real(budget) and 0 < budget <= MAX_BUDGET_S):
+        errs.add(f"{path}.budget_s", f"must be a number of seconds in (0, {MAX_BUDGET_S:g}], got "
+                                     f"{budget!r}")
+        budget = default.budget_s
+    out: list[int | None] = []
+    for key in ("runs", "selection_runs"):
+        value = raw.get(key, getattr(default, key))
+        if value is not None and not (is_int(value) and value >= 2):
+            errs.add(f"{path}.{key}", f"must be an integer >= 2 (runs per side), got {value!r}")
+            value = None
+        out.append(None if value is None else int(value))
+    if out[1] is not None and out[0] is None:
+        errs.add(f"{path}.selection_runs", "needs runs (pinned confirmation runs per side) too")
+    return float(budget), out[0], out[1]
 
 
 def _settings(errs: Errors, raw: Any) -> AuditSettings:
@@ -144,66 +175,90 @@ def _settings(errs: Errors, raw: Any) -> AuditSettings:
     if not (is_real(alpha) and 0 < alpha < 1):
         errs.add("audit.alpha", f"must be a number in (0, 1), got {alpha!r}")
         alpha = default.alpha
-    runs = raw.get("runs", default.runs)
-    if not (is_int(runs) and runs >= 2):
-        errs.add("audit.runs", f"must be an integer >= 2, got {runs!r}")
-        runs = default.runs
-    batch = raw.get("batch", default.batch)
-    if not (is_int(batch) and batch >= 2 and batch % 2 == 0):
-        errs.add("audit.batch", f"must be an even integer >= 2, got {batch!r}")
-        batch = default.batch
-    elif "runs" in raw or "batch" in raw:
-        _check_runs(errs, "audit.runs", runs, batch)
-    return AuditSettings(float(alpha), int(runs), int(batch), "runs" in raw)
-
-
-def _check_runs(errs: Errors, path: str, runs: Any, batch: int) -> int | None:
-    if not (is_int(runs) and runs >= 2):
-        errs.add(path, f"must be an integer >= 2, got {runs!r}")
-        return None
-    if batch > runs or runs % batch:
-        errs.add(path, f"must be a multiple of audit.batch = {batch} (runs per cell, at most "
-                       f"runs), got {runs!r}; allowed: {batch}, {2 * batch}, {3 * batch}, ...")
-        return None
-    return int(runs)
+    budget, runs, selection = _budget_fields(errs, "audit", raw, default)
+    return AuditSettings(float(alpha), budget, runs, selection)
 
 
 def _canaries(errs: Errors, path: str, raw: Any) -> tuple[str, ...]:
-    allowed = _allowed_canaries()
     if raw is None:
-        return allowed
+        return (SEARCH,)
     if not isinstance(raw, list) or not raw:
-        errs.add(path, f"must be a non-empty list of canaries; allowed: {', '.join(allowed)}")
+        errs.add(path, f"must be a non-empty list of canaries (kind[+background][@direction]) "
+                       f"or [{SEARCH}]")
         return ()
     out: list[str] = []
     for i, c in enumerate(raw):
-        if c not in allowed:
-            errs.add(f"{path}[{i}]", f"unknown canary {c!r}; allowed: {', '.join(allowed)}")
+        why = _check_canary(c)
+        if why is not None:
+            errs.add(f"{path}[{i}]", f"{why}; or {SEARCH!r} to search them")
         elif c in out:
             errs.add(f"{path}[{i}]", f"duplicate canary {c!r}")
         else:
-            out.append(c)
+            out.append(str(c))
     return tuple(out)
 
 
-def _grid(errs: Errors, path: str, raw: Any, kinds: set[str]) -> dict[str, list[Any]]:
+def _search(errs: Errors, path: str, raw: Any, algos: list[tuple[str, str, dict[str, Any], type]]
+            ) -> dict[str, list[Any]]:
+    """``search:``: grid axes or parameters declared by every algorithm of the audit, each with a
+    non-empty list of values (axes checked like a grid; parameters by instantiating)."""
+    if raw is None:
+        return {}
+    if not isinstance(raw, dict) or not raw:
+        errs.add(path, "must be a mapping of grid axes (n, p, epsilon, delta) or algorithm "
+                       "parameters to lists of values to search")
+        return {}
+    out: dict[str, list[Any]] = {}
+    for key, values in raw.items():
+        where = f"{path}.{key}"
+        if key in AUDIT_AXES:
+            vals = check_axis(errs, where, key, values)
+            if vals is not None:
+                out[key] = vals
+            continue
+        missing = [lab for lab, _, _, cls in algos if key not in cls.params]
+        if missing:
+            allowed = sorted(set(AUDIT_AXES) | set.intersection(
+                *(set(cls.params) for _, _, _, cls in algos)) if algos else set(AUDIT_AXES))
+            errs.add(where, f"{key!r} is neither a grid axis nor a parameter of every algorithm "
+                            f"of the audit (not of {', '.join(missing)}); allowed: "
+                            f"{', '.join(allowed)}")
+            continue
+        if not isinstance(values, list) or not values:
+            errs.add(where, f"must be a non-empty list of values, got {values!r}")
+            continue
+        for lab, nm, params, cls in algos:
+            for v in values:
+                try:
+                    cls(**{**params, key: v})
+                except UserInputError as exc:
+                    errs.add(f"{where}", f"{v!r} for {lab}: {exc}")
+        out[key] = list(values)
+    return out
+
+
+def _grid(errs: Errors, path: str, raw: Any, kinds: set[str], searched: Any) -> dict[str, list[Any]]:
+    """The grid over the axes the audit does not search (``searched``: the ``search:`` keys)."""
     if not isinstance(raw, dict):
         errs.add(path, "required mapping of axis names (n, p, epsilon, delta) to lists of values")
         return {}
+    searched = set(searched) if isinstance(searched, dict) else set()
     for axis in raw:
         if axis not in AUDIT_AXES:
             errs.add(f"{path}.{axis}", f"unknown audit axis; allowed: {', '.join(AUDIT_AXES)}")
-    raw = {"n": list(DEFAULT_N), **raw}
+        elif axis in searched:
+            errs.add(f"{path}.{axis}", "is searched (search:): it cannot also be a grid axis")
+    raw = {**({"n": list(DEFAULT_N)} if "n" not in searched else {}), **raw}
     for axis in ("p", "epsilon"):
-        if axis not in raw:
-            errs.add(f"{path}.{axis}", "required axis is missing")
-    if "delta" not in raw:
+        if axis not in raw and axis not in searched:
+            errs.add(f"{path}.{axis}", "required axis is missing (or search it)")
+    if "delta" not in raw and "delta" not in searched:
         if "approx" in kinds:
             errs.add(f"{path}.delta", "required: the audit has (ε, δ) mechanisms")
         raw["delta"] = [0.0]
     grid: dict[str, list[Any]] = {}
     for axis in AUDIT_AXES:
-        if axis in raw:
+        if axis in raw and axis not in searched:
             vals = check_axis(errs, f"{path}.{axis}", axis, raw[axis])
             if vals is not None:
                 grid[axis] = vals
@@ -245,57 +300,30 @@ def _validate_audit(errs: Errors, path: str, raw: Any, settings: AuditSettings,
     probs = labelled(errs, f"{path}.problems", raw.get("problems"), "problems", "problem",
                       _PROB_KEYS)
     kinds = {privacy_of(cls, params) for _, _, params, cls in algos}
-    grid = _grid(errs, f"{path}.grid", raw.get("grid"), kinds)
+    search = _search(errs, f"{path}.search", raw.get("search"), algos)
+    grid = _grid(errs, f"{path}.grid", raw.get("grid"), kinds, raw.get("search"))
+    deltas = list(grid.get("delta", [])) + list(search.get("delta", []))
     for lab, nm, params, cls in algos:
         privacy = privacy_of(cls, params)
         if privacy == "none":
             errs.add(f"{path}.algorithms[{lab}]", f"{nm} is a non-private reference; there is no "
                      "privacy claim to audit (allowed: algorithms with privacy pure or approx)")
-        check_privacy_kind(errs, f"{path}.algorithms[{lab}]", nm, privacy, grid.get("delta", []),
+        check_privacy_kind(errs, f"{path}.algorithms[{lab}]", nm, privacy, deltas,
                            pure_at_any_delta=False)
     canaries = _canaries(errs, f"{path}.canaries", raw.get("canaries"))
-    runs: int | None = settings.runs
-    batch: int = settings.batch
-    if "batch" in raw:
-        if is_int(raw["batch"]) and raw["batch"] >= 2 and raw["batch"] % 2 == 0:
-            batch = int(raw["batch"])
-        else:
-            errs.add(f"{path}.batch", f"must be an even integer >= 2, got {raw['batch']!r}")
-    if "runs" in raw:
-        runs = _check_runs(errs, f"{path}.runs", raw["runs"], batch)
-    elif settings.explicit:
-        runs = _check_runs(errs, f"{path}.runs", settings.runs, batch)
+    budget, runs, selection = _budget_fields(errs, path, raw, settings)
     expect = raw.get("expect", "private")
     if expect not in EXPECT_VALUES:
         errs.add(f"{path}.expect", f"got {expect!r}; allowed: {', '.join(EXPECT_VALUES)}")
     algo_specs = _resolved(errs, f"{path}.algorithms", algos)
-    prob_specs = _resolved(errs, f"{path}.problems", probs, base or Path.cwd(), grid,
+    prob_grid = {**grid, **{a: v for a, v in search.items() if a in AUDIT_AXES}}
+    prob_specs = _resolved(errs, f"{path}.problems", probs, base or Path.cwd(), prob_grid,
                            f"{path}.grid")
-    if len(errs.items) > n_before or runs is None:
+    if len(errs.items) > n_before:
         return None
-    if not settings.explicit and "runs" not in raw:
-        if _vectorised(algo_specs, grid):
-            runs, batch = VECTORISED_RUNS, int(raw.get("batch", VECTORISED_BATCH))
-        runs = _check_runs(errs, f"{path}.batch", runs, batch)
-        if runs is None:
-            return None
     return AuditSpec(name, str(raw.get("description", "")), tuple(algo_specs), tuple(prob_specs),
-                     canaries, {a: grid[a] for a in AUDIT_AXES}, runs, batch, str(expect))
-
-
-def _vectorised(algo_specs: list[AlgorithmSpec], grid: Mapping[str, list[Any]]) -> bool:
-    """Every algorithm has ``run_batch`` and a per-run cost ≤ VECTORISED_MAX_COST on the grid."""
-    n, p = max(grid["n"]), max(grid["p"])
-    for s in algo_specs:
-        if not s.cls._has_batch_path():
-            return False
-        try:
-            cost = float(s.cls(**s.params).cost(int(n), int(p)))
-        except Exception:  # a cost the plugin cannot state: not cheap enough to assume
-            return False
-        if not cost <= VECTORISED_MAX_COST:
-            return False
-    return True
+                     canaries, {a: grid[a] for a in AUDIT_AXES if a in grid}, str(expect),
+                     budget, runs, selection, search)
 
 
 def validate_audits(errs: Errors, raw: Mapping[str, Any], base: Path | None = None,
