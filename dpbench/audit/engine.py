@@ -123,6 +123,28 @@ def _config_reason(pt: AuditPoint, config: int) -> str | None:
     return None
 
 
+def make_point(algorithm: Any, problem: Any, *, n: int, p: int, epsilon: float, delta: float,
+               canary: str = SEARCH, budget_s: float = 60.0, runs: int | None = None,
+               selection_runs: int | None = None, root_seed: int = 0,
+               name: str = "point", search: dict[str, list[Any]] | None = None) -> AuditPoint:
+    """One audit point of ``algorithm`` on ``problem`` outside a suite (the check harness, tests,
+    scripts), with its applicable configurations; ``UserInputError`` when none applies."""
+    point = {"n": int(n), "p": int(p), "epsilon": float(epsilon), "delta": float(delta)}
+    base = AuditPoint(name, (0,), algorithm.name, type(algorithm), algorithm.name,
+                      algorithm.get_params(), problem.name, type(problem), problem.name,
+                      problem.get_params(), point, canary, (), float(budget_s), runs,
+                      selection_runs, int(root_seed))
+    canaries = search_canaries() if canary == SEARCH else (canary,)
+    configs = expand_configs(canaries, point, dict(search or {}), base.identity(), root_seed)
+    candidate = dataclasses.replace(base, configs=tuple(configs))
+    reasons = [_config_reason(candidate, i) for i in range(len(configs))]
+    kept = tuple(c for c, r in zip(configs, reasons) if r is None)
+    if not kept:
+        raise UserInputError(f"no canary applies to {algorithm.name} on {problem.name!r} at "
+                             f"n={n}, p={p}: " + "; ".join(sorted({r for r in reasons if r})))
+    return dataclasses.replace(base, configs=kept)
+
+
 def plan_audits(suite: Suite) -> AuditPlan:
     """Every audit point of the suite with its applicable configurations (no store, no run)."""
     if not suite.audits:

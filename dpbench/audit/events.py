@@ -30,7 +30,6 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.special import ndtri
 
-from .stats import cp_lower, cp_upper
 
 __all__ = ["EVENT_KINDS", "Event", "count_events", "predicted_bounds", "select_events"]
 
@@ -103,12 +102,28 @@ def predicted_bounds(k_num: np.ndarray, k_den: np.ndarray, n_select: int, n_conf
     f = n_confirm / max(n_select, 1)
     num = np.clip((k_num - np.sqrt(k_num)) * f, 0, n_confirm)
     den = np.clip((k_den + np.sqrt(k_den) + 1.0) * f, 0, n_confirm)
-    tpr = cp_lower(np.floor(num), n_confirm, alpha_each)
-    fpr = cp_upper(np.ceil(den), n_confirm, alpha_each)
+    tpr, fpr = wilson_bounds(np.floor(num), np.ceil(den), n_confirm, alpha_each)
     with np.errstate(divide="ignore", invalid="ignore"):
         eps = np.where(tpr > delta, np.log((tpr - delta) / fpr), -np.inf)
         mu = ndtri(1.0 - fpr) - ndtri(1.0 - tpr)
     return eps, np.where(np.isfinite(mu), mu, -np.inf)
+
+
+def wilson_bounds(k_low: np.ndarray, k_high: np.ndarray, n: int, alpha: float
+                  ) -> tuple[np.ndarray, np.ndarray]:
+    """One-sided Wilson score bounds (lower on ``k_low``/n, upper on ``k_high``/n) at level
+    ``alpha``: a close, fast stand-in for Clopper–Pearson (within a few per cent of it), used
+    only to *predict* bounds when choosing events (the confirmation uses Clopper–Pearson)."""
+    z = float(ndtri(1.0 - alpha))
+    z2 = z * z
+
+    def bound(k: np.ndarray, sign: float) -> np.ndarray:
+        phat = np.asarray(k, dtype=float) / n
+        centre = phat + z2 / (2 * n)
+        half = z * np.sqrt(np.maximum(phat * (1 - phat) / n + z2 / (4 * n * n), 0.0))
+        return np.clip((centre + sign * half) / (1 + z2 / n), 0.0, 1.0)
+
+    return bound(k_low, -1.0), bound(k_high, 1.0)
 
 
 def _tail_ranks(n: int) -> np.ndarray:

@@ -174,7 +174,8 @@ def plan_sizes(n_configs: int, *, budget_s: float, seconds_per_run: float | None
     else:
         batch = int(min(MAX_BATCH_RUNS, max(MIN_BATCH_RUNS, CONFIRM_BATCH_SECONDS / spr)))
         batch = min(batch, confirm)
-    n_batches = max(1, math.ceil(confirm / batch))
+    n_batches = max(1, round(confirm / batch))
+    batch = math.ceil(confirm / n_batches)  # equal batches summing to the confirmation runs
     return Plan(spr, tuple(int(s) for s in search), int(batch), int(n_batches))
 
 

@@ -92,23 +92,47 @@ def summary_lines(summary: AuditSummary) -> list[str]:
 class AuditRow:
     algorithm: str
     problem: str
-    n: int
-    p: int
-    epsilon: float
-    delta: float
+    grid: dict[str, Any]
     canary: str
+    config: str
+    event: str
     epsilon_claimed: float
     epsilon_lb: float
     epsilon_lb_gdp: float
     mu_claimed: float
     mu_lb: float
     gap: float
+    true_epsilon: float
+    resolution: float
     runs_completed: int
     runs_planned: int
+    selection_runs: int
+    configurations: int
+    seconds: float
     violation: bool
     tightness: float
     verdict: str
     note: str
+
+    @property
+    def grid_text(self) -> str:
+        return ", ".join(f"{k}={_f(v, 4) if isinstance(v, float) else v}"
+                         for k, v in self.grid.items())
+
+    @property
+    def reach(self) -> float:
+        """ε_lb / true ε: how much of the mechanism's real privacy loss the audit measured."""
+        if not (math.isfinite(self.true_epsilon) and self.true_epsilon > 0):
+            return math.nan
+        return max(self.epsilon_lb, 0.0) / self.true_epsilon
+
+    @property
+    def slack(self) -> float:
+        """true ε / claimed ε: how loose the claim is on this instance (< 1: the claim is
+        conservative here; > 1: the claim is wrong)."""
+        if not (math.isfinite(self.true_epsilon) and self.epsilon_claimed > 0):
+            return math.nan
+        return self.true_epsilon / self.epsilon_claimed
 
 
 @dataclass
@@ -121,6 +145,7 @@ class AuditSection:
     audit_points: int
     runs_completed: int
     runs_planned: int
+    budget_s: float
     rows: list[AuditRow] = field(default_factory=list)
     detections: list[dict[str, Any]] = field(default_factory=list)
 
@@ -146,33 +171,40 @@ def audit_section(store: Store, name: str) -> AuditSection:
     """The report's view of one audit group."""
     g = store.root[group_path(name)]
     attrs = dict(g.attrs)
-    dims = ("algorithm", "problem", "n", "p", "epsilon", "delta", "canary")
+    dims = tuple(g["epsilon_claimed"].metadata.dimension_names or ())
     coords = {d: [_py(v) for v in np.asarray(g[d][...])] for d in dims}
-    values = {v: np.asarray(g[v][...]) for v in (
-        "epsilon_claimed", "epsilon_lower_bound", "epsilon_lower_bound_gdp", "mu_claimed",
-        "mu_lower_bound", "audit_gap", "runs_completed", "runs_planned", "violation", "note")}
+    floats = ("epsilon_claimed", "epsilon_lower_bound", "epsilon_lower_bound_gdp", "mu_claimed",
+              "mu_lower_bound", "audit_gap", "true_epsilon", "resolution_epsilon", "seconds")
+    ints = ("runs_completed", "runs_planned", "selection_runs", "configurations")
+    values = {v: np.asarray(g[v][...]) for v in (*floats, *ints, "violation", "note", "config",
+                                                 "event")}
     expect = str(attrs.get("expect", "private"))
     sec = AuditSection(name, str(attrs.get("description", "")), expect,
                        float(attrs.get("alpha_total", math.nan)),
                        float(attrs.get("alpha_per_point", math.nan)),
                        int(attrs.get("audit_points", 0)),
-                       int(values["runs_completed"].sum()), int(values["runs_planned"].sum()))
+                       int(values["runs_completed"].sum()), int(values["runs_planned"].sum()),
+                       float(attrs.get("budget_s") or math.nan))
+    axes = [d for d in dims if d not in ("algorithm", "problem", "canary")]
     for idx in np.ndindex(*values["runs_planned"].shape):
         c = {d: coords[d][i] for d, i in zip(dims, idx)}
-        planned, done = int(values["runs_planned"][idx]), int(values["runs_completed"][idx])
+        f = {v: float(values[v][idx]) for v in floats}
+        k = {v: int(values[v][idx]) for v in ints}
         viol = bool(values["violation"][idx])
-        eps_c, eps_lb, eps_gdp, mu_c, mu_lb, gap = (float(values[v][idx]) for v in (
-            "epsilon_claimed", "epsilon_lower_bound", "epsilon_lower_bound_gdp", "mu_claimed",
-            "mu_lower_bound", "audit_gap"))
-        tight = tightness(eps_lb, eps_c, mu_lb, mu_c)
+        tight = tightness(f["epsilon_lower_bound"], f["epsilon_claimed"], f["mu_lower_bound"],
+                          f["mu_claimed"])
         sec.rows.append(AuditRow(
-            str(c["algorithm"]), str(c["problem"]), int(c["n"]), int(c["p"]),
-            float(c["epsilon"]), float(c["delta"]), str(c["canary"]),
-            eps_c, eps_lb, eps_gdp, mu_c, mu_lb, gap, done, planned, viol, tight,
-            point_verdict(expect, planned > 0, done, viol, tight), str(values["note"][idx])))
+            str(c["algorithm"]), str(c["problem"]), {a: c[a] for a in axes}, str(c["canary"]),
+            str(values["config"][idx]), str(values["event"][idx]), f["epsilon_claimed"],
+            f["epsilon_lower_bound"], f["epsilon_lower_bound_gdp"], f["mu_claimed"],
+            f["mu_lower_bound"], f["audit_gap"], f["true_epsilon"], f["resolution_epsilon"],
+            k["runs_completed"], k["runs_planned"], k["selection_runs"], k["configurations"],
+            f["seconds"], viol, tight,
+            point_verdict(expect, k["configurations"] > 0, k["runs_completed"], viol, tight),
+            str(values["note"][idx])))
     if expect == "violation":
         for algo in coords["algorithm"]:
-            mine = [r for r in sec.rows if r.algorithm == algo and r.runs_planned > 0]
+            mine = [r for r in sec.rows if r.algorithm == algo and r.configurations > 0]
             hits = [r for r in mine if r.violation]
             sec.detections.append({"algorithm": str(algo), "points": len(mine),
                                    "detected": len(hits),
@@ -183,32 +215,38 @@ def audit_section(store: Store, name: str) -> AuditSection:
 
 def mechanism_tightness(sections: Sequence[AuditSection]) -> list[dict[str, Any]]:
     """Per private mechanism (algorithm label) over every ``expect: private`` audit of the run:
-    the points judged, the best tightness and where it was reached, the violations, and a
-    summary: ``VIOLATION``, ``informative`` (some point reaches 10 % of the claim) or
-    ``uninformative everywhere`` (a clean result that says little about the claim)."""
+    the points judged, the violations, the best tightness and where it was reached, and — at
+    the point with an exact ε where the audit reached the largest share of it (its designated
+    instance) — the true ε, the share ε_lb / true ε and the claim's slack true ε / claimed ε.
+    Summary: ``VIOLATION``, ``informative`` (some point reaches 10 % of the claim) or
+    ``uninformative everywhere``."""
     best: dict[str, dict[str, Any]] = {}
     for sec in sections:
         if sec.expect != "private":
             continue
         for r in sec.judged:
-            row = best.setdefault(r.algorithm, {"algorithm": r.algorithm, "points": 0,
-                                                "violations": 0, "tightness": -math.inf,
-                                                "where": ""})
+            row = best.setdefault(r.algorithm, {
+                "algorithm": r.algorithm, "points": 0, "violations": 0, "tightness": -math.inf,
+                "where": "", "true_epsilon": math.nan, "epsilon_lb": math.nan,
+                "epsilon_claimed": math.nan, "reach": math.nan, "slack": math.nan,
+                "instance": ""})
             row["points"] += 1
             row["violations"] += int(r.violation)
             t = r.tightness if math.isfinite(r.tightness) else -math.inf
+            where = f"{sec.name}: {r.problem}, {r.config or r.canary}, {r.runs_completed} runs"
             if t > row["tightness"]:
-                row["tightness"] = t
-                row["where"] = (f"{sec.name}: {r.problem}, n={r.n}, p={r.p}, {r.canary}, "
-                                f"{r.runs_completed} runs")
+                row["tightness"], row["where"] = t, where
+            if math.isfinite(r.reach) and not (row["reach"] >= r.reach):
+                row.update(true_epsilon=r.true_epsilon, epsilon_lb=r.epsilon_lb,
+                           epsilon_claimed=r.epsilon_claimed, reach=r.reach, slack=r.slack,
+                           instance=where)
     for row in best.values():
         row["verdict"] = ("VIOLATION" if row["violations"] else
                           "informative" if row["tightness"] >= UNINFORMATIVE_BELOW else
                           "uninformative everywhere")
         if not math.isfinite(row["tightness"]):
             row["tightness"] = math.nan
-    return sorted(best.values(), key=lambda r: (-np.nan_to_num(r["tightness"], nan=-1.0),
-                                                r["algorithm"]))
+    return sorted(best.values(), key=lambda r: r["algorithm"])
 
 
 def power_markdown(store: Store) -> str:

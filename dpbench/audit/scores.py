@@ -162,17 +162,28 @@ def apply(scorer: Scorer, thetas: np.ndarray, *, problem: Any = None, algorithm:
                              "was scored with")
         out = np.asarray(ratio, dtype=np.float64).reshape(-1)
     elif kind == "logistic":
-        z = (thetas - np.asarray(scorer.centre)) / np.asarray(scorer.scale)
-        out = _features(z) @ np.asarray(scorer.weights)
+        out = _logistic_score(scorer, thetas)
     elif kind == "histogram":
         out = np.asarray(scorer.table)[_histogram_cells(thetas, scorer.edges)]
     else:
         raise ValueError(f"unknown scorer kind {kind!r}; allowed: {', '.join(SCORER_KINDS)}")
-    out = np.nan_to_num(np.asarray(out, dtype=np.float64), nan=0.0, posinf=SCORE_CAP,
-                        neginf=-SCORE_CAP)
+    out = np.asarray(out, dtype=np.float64)
     if out.shape != (thetas.shape[0],):
         raise ValueError(f"scorer {kind!r} gave shape {out.shape} for {thetas.shape[0]} releases")
-    return np.clip(out, -SCORE_CAP, SCORE_CAP)
+    if not np.all(np.isfinite(out)):
+        out = np.nan_to_num(out, nan=0.0, posinf=SCORE_CAP, neginf=-SCORE_CAP)
+    return out
+
+
+def _logistic_score(scorer: Scorer, thetas: np.ndarray) -> np.ndarray:
+    """w₀ + ⟨w, z⟩ + Σ_{i≤j} w_ij z_i z_j without building the feature matrix (the scores of
+    millions of confirmation releases)."""
+    p = thetas.shape[1]
+    w = np.asarray(scorer.weights)
+    z = np.clip((thetas - np.asarray(scorer.centre)) / np.asarray(scorer.scale), -50.0, 50.0)
+    quad = np.zeros((p, p))
+    quad[np.triu_indices(p)] = w[1 + p:]
+    return w[0] + z @ w[1:1 + p] + np.einsum("ij,ij->i", z @ quad, z)
 
 
 # --- fitting (selection runs only) -------------------------------------------------------------

@@ -42,7 +42,7 @@ from scipy.stats import beta as _beta
 from ..privacy.gaussian import gdp_epsilon
 from ..privacy.profile import PROFILE_EPSILONS
 
-__all__ = ["EventBound", "bounds_from_counts", "cp_lower", "cp_upper", "epsilon_lower_bounds",
+__all__ = ["AuditBound", "EventBound", "audit_bound", "bounds_from_counts", "cp_lower", "cp_upper", "epsilon_lower_bounds",
            "event_alpha", "gdp_mu_lower_bounds", "per_audit_alpha", "profile_excess",
            "resolution"]
 
@@ -189,7 +189,7 @@ def resolution(runs: int, alpha_each: float, epsilon_claimed: float, delta_claim
 
     if runs <= 0 or not (math.isfinite(epsilon_claimed) and epsilon_claimed > 0):
         return math.inf
-    ts = np.linspace(-8.0, 40.0, 4801)
+    ts = np.linspace(-4.0, 12.0, 321) if delta_claimed > 0 else np.linspace(0.0, 45.0, 451)
 
     if delta_claimed > 0:
         def flagged(mu: float) -> bool:
@@ -213,10 +213,81 @@ def resolution(runs: int, alpha_each: float, epsilon_claimed: float, delta_claim
     if not flagged(top):
         return math.inf
     lo, hi = 0.0, top
-    for _ in range(60):
+    for _ in range(36):
         mid = 0.5 * (lo + hi)
         if flagged(mid):
             hi = mid
         else:
             lo = mid
     return float(true_eps(hi))
+
+
+@dataclass(frozen=True)
+class AuditBound:
+    """The result of :func:`audit_bound` (one score, split sample). ``threshold``/``event``
+    describe the event of the ε bound, ``threshold_gdp``/``event_gdp`` that of the μ bound."""
+
+    epsilon_lb: float
+    mu_lb: float
+    epsilon_lb_gdp: float
+    n_select: int
+    n_confirm: int
+    threshold: float
+    event: str
+    violation: bool
+    threshold_gdp: float = math.nan
+    event_gdp: str = "none"
+    profile_violation: bool = False
+
+
+def audit_bound(scores0: np.ndarray, scores1: np.ndarray, select: np.ndarray, *,
+                epsilon_claimed: float, delta_claimed: float, mu_claimed: float,
+                alpha: float, profile_delta: np.ndarray | None = None) -> AuditBound:
+    """Lower bounds on ε and μ from the scores of one score function on D (``scores0``) and D′
+    (``scores1``), split by ``select`` (run r of D and of D′ in the same half): the events
+    (:func:`dpbench.audit.events.select_events`: thresholds, intervals, atoms; the best for ε,
+    and for μ when ``mu_claimed`` is finite) are chosen on the selection runs and confirmed on
+    the others, at ``alpha`` for all of them (module docstring). The building block of scripts
+    and tests that audit a score they computed themselves; ``dpbench audit`` uses the same
+    functions on several scores (:mod:`dpbench.audit.procedure`).
+    """
+    from ..privacy.gaussian import gdp_epsilon
+    from .events import select_events
+
+    _check_alpha(alpha)
+    s0 = np.asarray(scores0, dtype=np.float64).reshape(-1)
+    s1 = np.asarray(scores1, dtype=np.float64).reshape(-1)
+    sel = np.asarray(select, dtype=bool).reshape(-1)
+    if not (s0.shape == s1.shape == sel.shape):
+        raise ValueError(f"scores0, scores1 and select must have the same length, got "
+                         f"{s0.size}, {s1.size}, {sel.size}")
+    if not (np.all(np.isfinite(s0)) and np.all(np.isfinite(s1))):
+        raise ValueError("audit scores must be finite")
+    n_sel, n_conf = int(sel.sum()), int((~sel).sum())
+    if n_sel == 0 or n_conf == 0:
+        return AuditBound(0.0, math.nan, math.nan, n_sel, n_conf, math.nan, "none", False)
+    want_mu = math.isfinite(mu_claimed)
+    n_events = 2 if want_mu else 1
+    choices = select_events(0, s0[sel], s1[sel], n_confirm=n_conf, delta=float(delta_claimed),
+                            alpha_each=event_alpha(alpha, n_events), want_mu=want_mu)
+    if not choices:
+        return AuditBound(0.0, math.nan, math.nan, n_sel, n_conf, math.nan, "none", False)
+    events = [c.event for c in choices]
+    a_each = event_alpha(alpha, len(events))
+    c0, c1 = s0[~sel], s1[~sel]
+    k1 = np.array([np.count_nonzero(e.contains(c1)) for e in events])
+    k0 = np.array([np.count_nonzero(e.contains(c0)) for e in events])
+    num = np.array([e.numerator == 1 for e in events])
+    bounds = bounds_from_counts(np.where(num, k1, k0), np.where(num, k0, k1), n_conf,
+                                delta=float(delta_claimed), alpha_each=a_each,
+                                profile_delta=profile_delta)
+    eps_lb = max(b.epsilon_lb for b in bounds)
+    mu_lb = max(b.mu_lb for b in bounds)
+    profile_violation = max(b.profile_excess for b in bounds) > 0
+    eps_gdp = gdp_epsilon(mu_lb, delta_claimed) if (mu_lb > 0 and 0 < delta_claimed < 1) else (
+        0.0 if mu_lb == 0 else math.nan)
+    violation = eps_lb > float(epsilon_claimed) * (1 + _RTOL) or (
+        want_mu and mu_lb > float(mu_claimed) * (1 + _RTOL)) or profile_violation
+    ev, eg = events[0], events[-1]
+    return AuditBound(eps_lb, mu_lb, float(eps_gdp), n_sel, n_conf, ev.lo, ev.describe(),
+                      bool(violation), eg.lo, eg.describe(), bool(profile_violation))

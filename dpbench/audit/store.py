@@ -285,6 +285,30 @@ class AuditStore:
         self.store.root[group_path(audit)].attrs.update(attrs)
 
 
+def audit_status(store: Store, name: str) -> dict[str, int]:
+    """What ``dpbench status`` says of an audit: its points, those finished (every confirmation
+    batch done), not applicable (no configuration), and its batches done and failed."""
+    g = store.root[group_path(name)]
+    configs = np.asarray(g["configurations"][...])
+    out = {"points": int(configs.size), "not_applicable": 0, "finished": 0, "batches_done": 0,
+           "batches_failed": 0}
+    stages = np.asarray(g["stage"][...]).ravel()
+    out["not_applicable"] = int(np.sum([str(st) == "" and c == 0 for st, c in
+                                        zip(stages, configs.ravel())]))
+    points = g["points"]
+    for key, pg in points.groups():
+        rec = dict(pg.attrs.get("state") or {})
+        batches = dict(rec.get("batches") or {})
+        out["batches_done"] += sum(b.get("status") == DONE for b in batches.values())
+        out["batches_failed"] += sum(b.get("status") == FAILED for b in batches.values())
+        plan = rec.get("plan") or {}
+        confirms = [k for k, b in batches.items() if k.startswith("confirm/")
+                    and b.get("status") == DONE]
+        if plan and rec.get("selection") and len(confirms) == int(plan.get("confirm_batches", -1)):
+            out["finished"] += 1
+    return out
+
+
 def _array_name(key: str) -> str:
     """The array of a pilot or timing batch (``pilot/c0/r1/b0`` → ``pilot.c0.r1.b0``)."""
     return key.replace("/", ".")

@@ -410,7 +410,7 @@ def _cmd_status(args: argparse.Namespace) -> int:
         print_tables(rows_table(rows, args.store))
         _print_interrupted(meta.get("runs", []))
         return EXIT_OK
-    from ..audit.store import AuditStore, audit_names, batch_counts
+    from ..audit.store import audit_names, audit_status
     from ..store.cube import Store
     from ..store.status import status_table
 
@@ -428,9 +428,10 @@ def _cmd_status(args: argparse.Namespace) -> int:
             where = ", ".join(f"{k}={v}" for k, v in coords.items())
             print(f"failed [{name}] {where}: {msg}")
     for name in audits:
-        c = batch_counts(AuditStore(store).batch_status(name))
-        print(f"audit {name}: {c['total']} batches, {c['done']} done, {c['failed']} failed, "
-              f"{c['not_applicable']} not applicable, {c['pending']} pending")
+        c = audit_status(store, name)
+        print(f"audit {name}: {c['points']} points, {c['finished']} finished, "
+              f"{c['not_applicable']} not applicable; {c['batches_done']} batches done, "
+              f"{c['batches_failed']} failed")
     from ..store.cube import ROOT_KEY
 
     _print_interrupted(store.root.attrs.get(ROOT_KEY, {}).get("runs", []))

@@ -11,10 +11,11 @@ A canary is named ``kind[+background][@direction]`` (:class:`CanarySpec`; docs/a
 * **kind** — what D's row 0 and D′'s row 0 are. With u the canary's direction and the universe
   :meth:`dpbench.core.problem.Problem.universe` (a ball cut by a box, anywhere):
 
-  - ``sphere``: D's canary is the universe's farthest record along u (:meth:`Universe.extreme`:
-    r·u on a ball of radius r, a vertex of a box) and D′'s the farthest along −u (−r·u on a
-    centred ball: the replace-one worst case of a Lipschitz gradient bound, ‖c − c′‖ = 2r; the
-    opposite vertex of a box, where a negation would leave the universe);
+  - ``sphere``: D's canary c is the universe's farthest record along u (:meth:`Universe.extreme`:
+    r·u on a ball of radius r, a vertex of a box) and D′'s its negation −c on a universe
+    symmetric under negation (the replace-one worst case of a Lipschitz gradient bound,
+    ‖c − c′‖ = 2r), the farthest record along −u on any other (the opposite vertex of a box such
+    as [0, 1]^p, where a negation would leave the universe);
   - ``zero``: D′'s canary is the universe's record nearest the origin (the zero record when the
     universe holds it). For a margin loss φ(y⟨θ, x⟩) a negation or a label flip leaves the
     canary's Hessian φ''·xxᵀ unchanged (φ'' is even), so only this pair exercises the Jacobian
@@ -255,9 +256,11 @@ def neighbouring_pair(problem: Problem, n: int, p: int, canary: str,
         x1, y1, what = origin, y, "D′ replaces the canary by the universe's origin record"
         if np.allclose(x1, x, rtol=0, atol=1e-12):
             raise NotApplicable(f"canary {spec.key!r}: the origin record equals the canary")
+    elif uni.symmetric:
+        x1, y1, what = -x, y, "D′ negates the canary"
     else:
         x1 = factor * uni.extreme(-u)
-        y1, what = y, "D′ puts the canary at the universe's far side"
+        y1, what = y, "D′ puts the canary at the universe's far side along −u"
     background = _with_background(base, spec, origin, (x1, y1))
     d0 = background.replace_row(0, x, y)
     d1 = background.replace_row(0, x1, y1)

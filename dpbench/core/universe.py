@@ -124,7 +124,10 @@ class Universe:
         """argmax ⟨x, u⟩ over the universe (module docstring): the record farthest along u.
         Raises ``ValueError`` when the universe is unbounded along u."""
         u = np.asarray(u, dtype=float)
-        vertex = np.where(u > 0, self.high, np.where(u < 0, self.low, self.nearest_box(0 * u)))
+        # along a coordinate with u_j = 0 every value is optimal: the upper face (as sign(0) = +1)
+        # when it is finite, so that the record stays at the universe's edge
+        flat = np.where(np.isfinite(self.high), self.high, self.nearest_box(0 * u))
+        vertex = np.where(u > 0, self.high, np.where(u < 0, self.low, flat))
         if np.all(np.isfinite(vertex)) and float(np.linalg.norm(vertex)) <= self.radius:
             return vertex
         if not math.isfinite(self.radius):

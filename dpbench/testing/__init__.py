@@ -35,6 +35,7 @@ from __future__ import annotations
 from .algorithm_checks import (
     ALGORITHM_CHECKS,
     CheckCase,
+    audit_budget,
     audit_epsilon,
     check_algorithm,
     check_case,
@@ -75,7 +76,8 @@ __all__ = [
     "check_declarations", "check_parameter_validation", "check_privacy_arguments",
     "check_picklable", "check_no_global_rng", "check_release_and_ledger", "check_release_many",
     "check_release_batch",
-    "check_empirical_privacy", "check_epsilon_limit", "check_rate_smoke", "audit_epsilon", "rate_fit",
+    "check_empirical_privacy", "check_epsilon_limit", "check_rate_smoke", "audit_budget",
+    "audit_epsilon", "rate_fit",
     "KinkActivity", "kink_activity", "check_nonsmooth_active",
     "CheckCase", "check_case", "check_dimension",
     "PROBLEM_CHECKS", "check_problem", "check_problem_declarations", "check_problem_data",

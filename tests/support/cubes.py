@@ -73,8 +73,33 @@ def assert_cubes_identical(a: Path, b: Path, groups: list[str]) -> None:
         assert_datasets_identical(open_cube(a, g), open_cube(b, g), NONDETERMINISTIC_VARS, f"{g}/")
 
 
+def _without_seconds(value: object) -> object:
+    """A point's state record with its wall times (``seconds``) left out."""
+    if isinstance(value, dict):
+        return {k: _without_seconds(v) for k, v in value.items() if k != "seconds"}
+    if isinstance(value, list):
+        return [_without_seconds(v) for v in value]
+    return value
+
+
 def assert_audits_identical(a: Path, b: Path, names: list[str]) -> None:
-    """Every deterministic variable and coordinate of the audit groups bit-identical."""
+    """Every deterministic variable and coordinate of the audit groups bit-identical, and every
+    point's batches (pilot releases, confirmation counts, decisions, claims) too."""
+    import zarr
+
     for name in names:
         assert_datasets_identical(open_audit(a, name).load(), open_audit(b, name).load(),
                                   NONDETERMINISTIC_AUDIT_VARS, f"audit {name}/")
+        ga = zarr.open_group(str(a / "audit" / name / "points"), mode="r")
+        gb = zarr.open_group(str(b / "audit" / name / "points"), mode="r")
+        keys = sorted(k for k, _ in ga.groups())
+        assert keys == sorted(k for k, _ in gb.groups()), f"audit {name}: other points"
+        for key in keys:
+            pa, pb = ga[key], gb[key]
+            assert _without_seconds(dict(pa.attrs)) == _without_seconds(dict(pb.attrs)), (
+                f"audit {name} point {key}: state differs")
+            arrays = sorted(k for k, _ in pa.arrays())
+            assert arrays == sorted(k for k, _ in pb.arrays()), f"audit {name} point {key}"
+            for arr in arrays:
+                assert np.array_equal(np.asarray(pa[arr][...]), np.asarray(pb[arr][...])), (
+                    f"audit {name} point {key}: {arr} differs")

@@ -1,9 +1,11 @@
-"""Canaries, the batch runner and the broken zoo (dpbench.core.neighbours / runs / zoo).
+"""Canaries, the batch runner and the broken zoo (dpbench.core.neighbours / audit.runs / zoo).
 
 Detection tests run each zoo member at its designated audit point (dpbench.audit.zoo.DESIGNATED)
-with a fixed seed at a budget where the power table (reports/audit_power.md) shows detection
-in 20/20 seeds, at the per-point level of a 100-point run (α = 0.05/100); the correct shipped
-counterpart at the same point and budget must not be flagged (false alarm ≤ α per point).
+through the audit's own procedure, in process (:func:`dpbench.audit.engine.audit_in_process`:
+pilot runs choose the events, confirmation runs count them), with pinned run counts and a fixed
+root seed, at the per-point level of a 100-point run (α = 0.05/100); the correct shipped
+counterpart at the same point and budget must not be flagged (false alarm ≤ α per point). The
+budgets are those at which reports/audit_power.md shows detection in every seed.
 """
 
 from __future__ import annotations
@@ -13,8 +15,10 @@ import math
 import numpy as np
 import pytest
 
-from dpbench.audit.runs import run_audit_batch
-from dpbench.audit.stats import audit_bound, per_audit_alpha
+from dpbench.audit.engine import audit_in_process, make_point
+from dpbench.audit.procedure import Work
+from dpbench.audit.runs import run_pilot
+from dpbench.audit.stats import per_audit_alpha
 from dpbench.audit.zoo import BROKEN, DESIGNATED
 from dpbench.core.errors import NotApplicable, UserInputError
 from dpbench.core.neighbours import (
@@ -37,8 +41,7 @@ def test_pairs_differ_in_exactly_one_row(problem: str, n: int) -> None:
         try:
             pair = neighbouring_pair(prob, n, 2, canary, np.random.default_rng(n))
         except NotApplicable as exc:
-            assert (canary == "label_flip" and "labelled" in str(exc)) or (
-                canary == "zero" and "data_norm" in str(exc)), (canary, str(exc))
+            assert canary == "label_flip" and "labelled" in str(exc), (canary, str(exc))
             continue
         assert isinstance(pair, NeighbourPair) and pair.canary == canary
         assert pair.d0.X.shape == pair.d1.X.shape == (n, 2)
@@ -56,19 +59,54 @@ def test_pairs_differ_in_exactly_one_row(problem: str, n: int) -> None:
 def test_canary_errors_and_applicability() -> None:
     with pytest.raises(NotApplicable, match="label_flip.*labelled.*lb_lin"):
         neighbouring_pair(get_problem("lb_lin")(), 3, 2, "label_flip", np.random.default_rng(0))
-    with pytest.raises(UserInputError, match="unknown canary 'sphear'.*did you mean 'sphere'"):
+    with pytest.raises(UserInputError, match="unknown kind 'sphear'.*did you mean 'sphere'"):
         neighbouring_pair(get_problem("lb_lin")(), 3, 2, "sphear", np.random.default_rng(0))
+    with pytest.raises(UserInputError, match="unknown background 'void'.*empty"):
+        neighbouring_pair(get_problem("lb_lin")(), 3, 2, "sphere+void", np.random.default_rng(0))
     with pytest.raises(UserInputError, match="n must be an integer >= 2"):
         neighbouring_pair(get_problem("lb_lin")(), 1, 2, "sphere", np.random.default_rng(0))
     outpert = get_algorithm("output_perturbation")()
     reason = canary_not_applicable_reason(outpert, "outlier")
-    assert reason and "clips_gradients" in reason
+    assert reason and "clips_gradients" in reason and "clips_records" in reason
     assert canary_not_applicable_reason(get_algorithm("noisy_sgd")(), "outlier") is None
+    # a point keeps only the canaries that apply (outlier is left out for output perturbation)
+    pt = make_point(outpert, get_problem("lb_quad")(), n=3, p=1, epsilon=1.0, delta=0.0, runs=10)
+    assert "outlier" not in {c.canary for c in pt.configs} and len(pt.configs) >= 3
+    with pytest.raises(UserInputError, match="no canary applies"):
+        make_point(outpert, get_problem("lb_quad")(), n=3, p=1, epsilon=1.0, delta=0.0,
+                   canary="outlier", runs=10)
+
+
+def test_backgrounds_and_directions() -> None:
     prob = get_problem("lb_quad")()
-    pair = neighbouring_pair(prob, 3, 1, "outlier", np.random.default_rng(0))
-    with pytest.raises(NotApplicable, match="clips_gradients"):
-        run_audit_batch(outpert, prob, pair, epsilon=1.0, delta=0.0, runs=2,
-                        rng=np.random.default_rng(0))
+    empty = neighbouring_pair(prob, 4, 2, "sphere+empty", np.random.default_rng(1))
+    assert np.array_equal(empty.d0.X[1:], np.zeros((3, 2)))
+    assert np.array_equal(empty.d0.X[0], -empty.d1.X[0])
+    twin = neighbouring_pair(prob, 4, 2, "sphere+twin", np.random.default_rng(1))
+    assert np.array_equal(twin.d0.X[1:], np.repeat(twin.d1.X[:1], 3, axis=0))
+    axis = neighbouring_pair(prob, 4, 2, "zero+empty@axis", np.random.default_rng(1))
+    assert np.allclose(axis.d0.X[0], [1.0, 0.0]) and np.array_equal(axis.d1.X, np.zeros((4, 2)))
+
+
+def test_box_universes_keep_both_canaries_inside() -> None:
+    """A box that is not centred (features in [0, 1]^p, radius √p): D′'s canary is the opposite
+    vertex, never a negation outside the universe; the zero canary is the origin (inside)."""
+    from dpbench.core.universe import Universe
+
+    class UnitBox(type(get_problem("lb_quad")())):  # type: ignore[misc]
+        name = "unit_box_quad"
+
+        def universe(self, p: int) -> Universe:
+            return Universe(p, radius=math.sqrt(p), low=0.0, high=1.0)
+
+    prob = UnitBox()
+    for p in (1, 2, 3):
+        uni = prob.universe(p)
+        for canary in ("sphere", "sphere+empty@diagonal", "zero@diagonal", "sphere@axis"):
+            pair = neighbouring_pair(prob, 4, p, canary, np.random.default_rng(p))
+            assert uni.contains(pair.d0.X[0]) and uni.contains(pair.d1.X[0]), (canary, p)
+        with pytest.raises(NotApplicable, match="symmetric"):
+            neighbouring_pair(prob, 4, p, "lower_bound", np.random.default_rng(p))
 
 
 def test_label_flip_flips_only_the_label() -> None:
@@ -91,12 +129,9 @@ def test_zero_canary_replaces_the_canary_by_the_zero_record() -> None:
     negated = neighbouring_pair(prob, 5, 3, "sphere", np.random.default_rng(4))
     assert np.allclose(np.outer(negated.d1.X[0], negated.d1.X[0]), hessian[0])
     assert not np.allclose(hessian[1], hessian[0])
-    undeclared = [name for name in ("sep_abs",)  # data_norm = inf: an unbounded universe
-                  if not math.isfinite(get_problem(name)().data_bounds().get("data_norm", math.inf))]
-    assert undeclared, "sep_abs declares a finite data_norm now: test the refusal another way"
-    for name in undeclared:
-        with pytest.raises(NotApplicable, match="data_norm"):
-            neighbouring_pair(get_problem(name)(), 4, 1, "zero", np.random.default_rng(0))
+    # an unbounded universe (sep_abs declares no data_norm) holds the zero record too
+    free = neighbouring_pair(get_problem("sep_abs")(), 4, 1, "zero", np.random.default_rng(0))
+    assert np.array_equal(free.d1.X[0], np.zeros(1)) and free.d0.X[0, 0] != 0
 
 
 def test_extreme_record_maximises_over_the_ball_cut_by_the_cube() -> None:
@@ -176,22 +211,19 @@ def test_canaries_stay_in_a_cube_universe() -> None:
         assert np.abs(outlier.d0.X[0]).min() == pytest.approx(1000.0)  # far outside, by design
 
 
-def test_run_audit_batch_is_deterministic() -> None:
+def test_batches_are_deterministic_and_sides_independent() -> None:
     prob = get_problem("lb_lin")()
     alg = get_algorithm("objective_perturbation")()
-    pair = neighbouring_pair(prob, 3, 2, "sphere", np.random.default_rng(0))
-    a = run_audit_batch(alg, prob, pair, epsilon=1.0, delta=0.0, runs=50,
-                        rng=np.random.default_rng(9))
-    b = run_audit_batch(alg, prob, pair, epsilon=1.0, delta=0.0, runs=50,
-                        rng=np.random.default_rng(9))
-    c = run_audit_batch(alg, prob, pair, epsilon=1.0, delta=0.0, runs=50,
-                        rng=np.random.default_rng(10))
-    assert np.array_equal(a.scores0, b.scores0) and np.array_equal(a.scores1, b.scores1)
-    assert not np.array_equal(a.scores0, c.scores0)
-    assert not np.array_equal(a.scores0, a.scores1)  # independent streams for D and D′
-    assert len(set(a.scores0.tolist())) == 50           # no run shares a stream
-    assert (a.epsilon_claimed, a.delta_claimed, a.certified) == (1.0, 0.0, True)
-    assert math.isnan(a.mu_claimed)
+    pt = make_point(alg, prob, n=3, p=2, epsilon=1.0, delta=0.0, canary="sphere", runs=50)
+    w = Work("pilot", 0, 0, 0, 50)
+    a, b = run_pilot(pt, w), run_pilot(pt, w)
+    c = run_pilot(pt, Work("pilot", 0, 1, 0, 50))
+    assert np.array_equal(a.theta0, b.theta0) and np.array_equal(a.theta1, b.theta1)
+    assert not np.array_equal(a.theta0, c.theta0)
+    assert not np.array_equal(a.theta0, a.theta1)  # independent streams for D and D′
+    assert len({tuple(t) for t in a.theta0}) == 50
+    assert (a.claims.epsilon, a.claims.delta, a.claims.certified) == (1.0, 0.0, True)
+    assert math.isnan(a.claims.mu)
 
 
 def test_zoo_is_registered_and_declares_its_bug() -> None:
@@ -204,22 +236,20 @@ def test_zoo_is_registered_and_declares_its_bug() -> None:
         assert name in DESIGNATED
 
 
-# Budgets per side where the power table shows 20/20 detection.
-BUDGET = {"broken_noise_halved": 2000, "broken_one_sided_sensitivity": 2000,
-          "broken_add_remove_accounting": 5000, "broken_warm_start_sampler": 1000,
-          "broken_no_clipping": 500, "broken_data_dependent_step": 500}
+# Confirmation runs per side at which the power table shows detection in every seed.
+BUDGET = {"broken_noise_halved": 4000, "broken_one_sided_sensitivity": 4000,
+          "broken_add_remove_accounting": 10000, "broken_warm_start_sampler": 2000,
+          "broken_no_clipping": 1000, "broken_data_dependent_step": 1000}
 
 
 def _audit(name: str, params: dict, member: str, runs: int, seed: int = 0):  # type: ignore[no-untyped-def]
     d = DESIGNATED[member]
     prob = get_problem(d["problem"][0])(**d["problem"][1])
     alg = get_algorithm(name)(**params)
-    pair = neighbouring_pair(prob, d["n"], d["p"], d["canary"], np.random.default_rng(seed))
-    out = run_audit_batch(alg, prob, pair, epsilon=d["epsilon"], delta=d["delta"], runs=runs,
-                          rng=np.random.default_rng(seed + 1))
-    sel = (np.arange(runs) % 500) < 250
-    return audit_bound(out.scores0, out.scores1, sel, epsilon_claimed=out.epsilon_claimed,
-                       delta_claimed=out.delta_claimed, mu_claimed=out.mu_claimed, alpha=ALPHA)
+    pt = make_point(alg, prob, n=d["n"], p=d["p"], epsilon=d["epsilon"], delta=d["delta"],
+                    canary=d["canary"], runs=runs, selection_runs=runs, root_seed=seed)
+    [result] = audit_in_process([pt], ALPHA)
+    return result
 
 
 @pytest.mark.parametrize("member", sorted(DESIGNATED))

@@ -1,6 +1,7 @@
 """The vectorised audit path ``run_batch``: validated like ``release``, checked in law by the
-harness, used by the audit, and the default budget it buys (docs/plugins.md, 'Fast paths for
-audits'; docs/audit.md, 'Budget')."""
+harness, used by the audit; the audit's three paths (``run_batch``, ``run_many``, ``run``) and the
+budget in seconds they turn into runs (docs/plugins.md, 'Fast paths for audits'; docs/audit.md,
+'Budget')."""
 
 from __future__ import annotations
 
@@ -10,8 +11,10 @@ import numpy as np
 import pytest
 
 from dpbench.algorithms.output_perturbation import OutputPerturbation
-from dpbench.audit.runs import run_audit_batch
-from dpbench.config.audit import LOOPED_RUNS, VECTORISED_BATCH, VECTORISED_RUNS
+from dpbench.audit.engine import make_point
+from dpbench.audit.procedure import PILOT_SHARE, Work, plan_sizes
+from dpbench.audit.runs import releases, run_pilot
+from dpbench.config.audit import DEFAULT_BUDGET_S
 from dpbench.config.suite import parse_suite
 from dpbench.core.algorithm import Algorithm, BatchRelease, Release
 from dpbench.core.neighbours import neighbouring_pair
@@ -107,17 +110,57 @@ def test_the_harness_passes_correct_batch_paths() -> None:
 
 def test_the_audit_uses_the_batch_path_deterministically() -> None:
     prob, alg = LBQuad(), OutputPerturbation()
-    pair = neighbouring_pair(prob, 10, 2, "sphere", np.random.default_rng(0))
-    a = run_audit_batch(alg, prob, pair, epsilon=1.0, delta=0.0, runs=500,
-                        rng=np.random.default_rng(7))
-    b = run_audit_batch(alg, prob, pair, epsilon=1.0, delta=0.0, runs=500,
-                        rng=np.random.default_rng(7))
-    assert np.array_equal(a.scores0, b.scores0) and np.array_equal(a.scores1, b.scores1)
+    pt = make_point(alg, prob, n=10, p=2, epsilon=1.0, delta=0.0, canary="sphere", runs=500)
+    w = Work("pilot", 0, 0, 0, 500)
+    a, b = run_pilot(pt, w), run_pilot(pt, w)
+    assert np.array_equal(a.theta0, b.theta0) and np.array_equal(a.theta1, b.theta1)
     # the rows are the batch path's: D's side is child 0 of the batch generator
-    c0, _ = np.random.default_rng(7).spawn(2)
+    c0, _ = pt.batch_rng(0, w.key).spawn(2)
+    pair = pt.make_pair(0)
     batch = alg.release_batch(pair.d0, prob, epsilon=1.0, delta=0.0, rng=c0, size=500)
-    assert np.array_equal(a.scores0, batch.thetas @ pair.direction)
-    assert a.profile_delta.shape == (201,) and a.epsilon_claimed == 1.0
+    assert np.array_equal(a.theta0, batch.thetas)
+    assert len(a.claims.profile_delta) == 201 and a.claims.epsilon == 1.0
+
+
+class _RunOnly(_Noisy):
+    """The same mechanism without its vectorised path (``run`` alone)."""
+
+    run_batch = Algorithm.run_batch  # type: ignore[assignment]
+
+
+def test_a_run_only_mechanism_is_looped_on_one_stream_and_checked_like_release() -> None:
+    prob = LBQuad()
+    pair = make_point(_RunOnly(), prob, n=4, p=2, epsilon=1.0, delta=0.0, canary="sphere",
+                      runs=10).make_pair(0)
+    a, _ = releases(_RunOnly(), prob, pair.d0, epsilon=1.0, delta=0.0,
+                    rng=np.random.default_rng(3), runs=200)
+    g = np.random.default_rng(3)
+    expected = np.stack([_RunOnly().run(pair.d0, prob, epsilon=1.0, delta=0.0, rng=g).theta
+                         for _ in range(200)])
+    assert np.array_equal(a, expected)  # successive runs of one generator: independent draws
+    assert len({tuple(r) for r in a}) == 200
+    with pytest.raises(Exception, match="delta"):
+        releases(_RunOnly(), prob, pair.d0, epsilon=1.0, delta=0.5,
+                 rng=np.random.default_rng(3), runs=2)
+
+
+def test_the_budget_turns_into_runs_from_the_measured_speed() -> None:
+    """A point gets budget_s seconds of worker time: PILOT_SHARE for the search, the rest
+    confirms, in batches of a few seconds; pinned runs override it (docs/audit.md, 'Budget')."""
+    fast = plan_sizes(1, budget_s=60.0, seconds_per_run=1e-6)
+    slow = plan_sizes(1, budget_s=60.0, seconds_per_run=1e-3)
+    assert fast.confirm_runs >= 0.99 * (1 - PILOT_SHARE) * 60.0 / 1e-6
+    assert slow.confirm_runs == pytest.approx((1 - PILOT_SHARE) * 60.0 / 1e-3, rel=0.02)
+    assert sum(slow.search_runs) == pytest.approx(PILOT_SHARE * 60.0 / 1e-3, rel=0.02)
+    assert 3.0 <= slow.confirm_batch * 1e-3 <= 5.0  # batches of about CONFIRM_BATCH_SECONDS
+    searched = plan_sizes(10, budget_s=60.0, seconds_per_run=1e-4)  # successive halving
+    assert len(searched.search_runs) == 5 and searched.search_runs[0] < searched.search_runs[-1]
+    pinned = plan_sizes(3, budget_s=60.0, seconds_per_run=None, runs=4000, selection_runs=800)
+    assert pinned.confirm_runs == 4000
+    default = parse_suite(_suite("[{algorithm: output_perturbation}]")).audits[0]
+    assert (default.budget_s, default.runs) == (DEFAULT_BUDGET_S, None)
+    own = parse_suite(_suite("[{algorithm: output_perturbation}]", "audit: {budget_s: 5}"))
+    assert own.audits[0].budget_s == 5.0
 
 
 def _suite(algorithms: str, settings: str = "") -> str:
@@ -132,40 +175,3 @@ audits:
     canaries: [sphere]
     grid: {{n: [10], p: [2], epsilon: [1.0], delta: [0.0]}}
 """
-
-
-def test_the_default_budget_follows_the_mechanisms_paths() -> None:
-    vec = parse_suite(_suite("[{algorithm: output_perturbation}]")).audits[0]
-    assert (vec.runs, vec.batch) == (VECTORISED_RUNS, VECTORISED_BATCH)
-    looped = parse_suite(_suite("[{algorithm: output_perturbation}, {algorithm: exp_mech}]"))
-    assert looped.audits[0].runs == LOOPED_RUNS
-    explicit = parse_suite(_suite("[{algorithm: output_perturbation}]",
-                                  "audit: {runs: 4000, batch: 1000}")).audits[0]
-    assert (explicit.runs, explicit.batch) == (4000, 1000)
-
-
-def test_an_entry_sets_its_own_batch_and_a_global_batch_keeps_the_vectorised_default() -> None:
-    text = _suite("[{algorithm: output_perturbation}]", "audit: {batch: 500}")
-    a = parse_suite(text).audits[0]
-    assert (a.runs, a.batch) == (VECTORISED_RUNS, VECTORISED_BATCH)
-    text = _suite("[{algorithm: exp_mech}]", "audit: {batch: 500}")
-    assert (parse_suite(text).audits[0].runs, parse_suite(text).audits[0].batch) == (LOOPED_RUNS,
-                                                                                      500)
-    own = parse_suite(_suite("[{algorithm: output_perturbation}]").replace(
-        "    canaries: [sphere]", "    canaries: [sphere]\n    runs: 4000\n    batch: 2000"))
-    assert (own.audits[0].runs, own.audits[0].batch) == (4000, 2000)
-    from dpbench.core.errors import SuiteError
-
-    with pytest.raises(SuiteError, match=r"audits\[0\]\.batch"):
-        parse_suite(_suite("[{algorithm: output_perturbation}]").replace(
-            "    canaries: [sphere]", "    canaries: [sphere]\n    batch: 3"))
-
-
-def test_the_vectorised_default_needs_cheap_runs() -> None:
-    """noisy_sgd has run_batch, but a run at n = 100 costs T·p = 2·10⁴ gradient evaluations."""
-    small = parse_suite(_suite("[{algorithm: noisy_sgd}]").replace(
-        "delta: [0.0]", "delta: [1.0e-5]")).audits[0]
-    assert small.runs == VECTORISED_RUNS
-    large = parse_suite(_suite("[{algorithm: noisy_sgd}]").replace(
-        "delta: [0.0]", "delta: [1.0e-5]").replace("n: [10]", "n: [10, 100]")).audits[0]
-    assert large.runs == LOOPED_RUNS
