@@ -21,6 +21,21 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item.add_marker(pytest.mark.slow)
 
 
+#: Seconds of worker time the harness's privacy audit gets in this repository's own tests (a
+#: plugin author's check_algorithm gets dpbench audit's default, 60 s): the generic checks run on
+#: every registered mechanism, and the suite must stay within its time (a test that measures
+#: the default's power sets its own budget with dpbench.testing.audit_budget).
+HARNESS_AUDIT_BUDGET_S = 4.0
+
+
+@pytest.fixture(autouse=True)
+def _harness_audit_budget() -> object:
+    from dpbench.testing import audit_budget
+
+    with audit_budget(HARNESS_AUDIT_BUDGET_S):
+        yield
+
+
 @pytest.fixture
 def tiny_suite_file(tmp_path: Path) -> Path:
     path = tmp_path / "tiny.yaml"

@@ -169,8 +169,8 @@ def plan_sizes(n_configs: int, *, budget_s: float, seconds_per_run: float | None
         search = [int(selection_runs)]
     while sum(search) > MAX_SELECTION_RUNS and max(search) > MIN_PILOT_RUNS:
         search = [max(MIN_PILOT_RUNS, s // 2) for s in search]
-    if runs is not None:
-        batch = min(confirm, MAX_BATCH_RUNS)
+    if runs is not None:  # pinned: split for the workers' sake (about 8 batches)
+        batch = min(confirm, MAX_BATCH_RUNS, max(MIN_BATCH_RUNS, math.ceil(confirm / 8)))
     else:
         batch = int(min(MAX_BATCH_RUNS, max(MIN_BATCH_RUNS, CONFIRM_BATCH_SECONDS / spr)))
         batch = min(batch, confirm)

@@ -261,8 +261,9 @@ def _cmd_validate(args: argparse.Namespace) -> int:
               f"(before applicability), alpha = {suite.audit.alpha:g} over the run")
         for a in suite.audits:
             shape = " x ".join(f"{d}={s}" for d, s in zip(a.point_dims, a.point_shape))
-            print(f"  audit {a.name} (expect {a.expect}): {shape}; {a.runs} runs per side in "
-                  f"{a.n_batches} batch(es) of {a.batch}")
+            budget = (f"{a.runs} confirmation runs per side (pinned)" if a.runs is not None
+                      else f"a budget of {a.budget_s:g} s of worker time per point")
+            print(f"  audit {a.name} (expect {a.expect}): {shape}; {budget}")
         print("  note: dpbench run ignores the audits and dpbench audit ignores the experiments")
     return EXIT_OK
 
@@ -312,25 +313,31 @@ def _cmd_plan(args: argparse.Namespace) -> int:
     for note in notes:
         print(f"  note: {note}")
     if suite.audits:
-        print(f"  {_audit_plan_line(suite)}")
+        print(f"  {_audit_plan_line(suite, workers)}")
     if profile is not None and suite.experiments:
         for line in profile_lines(est, profile):
             print(f"  {line}")
     return EXIT_OK
 
 
-def _audit_plan_line(suite: Any) -> str:
-    """What ``dpbench plan`` says of a suite's audits: their size, and that it does not estimate
-    their time (declared costs are far off for audits: vectorised batches against samplers)."""
+def _audit_plan_line(suite: Any, workers: int) -> str:
+    """What ``dpbench plan`` says of a suite's audits: their points, and the time their budgets
+    buy (a budget is worker time, spent on all workers; pinned run counts are not estimated)."""
     from ..audit.engine import plan_audits
 
     plan = plan_audits(suite)
-    batches = sum(pt.n_batches for pt in plan.points)
-    runs = sum(pt.n_batches * pt.batch_size for pt in plan.points)
-    return (f"audits: {len(suite.audits)} ({plan.n_points} applicable points, "
-            f"{len(plan.not_applicable)} not applicable; {batches} batches, {runs:,} runs per "
-            "side in all); their time is not estimated here: `dpbench audit` shows an ETA "
-            "measured as it runs")
+    budgeted = [pt for pt in plan.points if pt.runs is None]
+    seconds = sum(pt.budget_s for pt in budgeted)
+    configs = sum(len(pt.configs) for pt in plan.points)
+    pinned = len(plan.points) - len(budgeted)
+    parts = [f"audits: {len(suite.audits)} ({plan.n_points} applicable points searching "
+             f"{configs} configurations, {len(plan.not_applicable)} not applicable)"]
+    if budgeted:
+        parts.append(f"budgets {seconds:,.0f} s of worker time, about "
+                     f"{seconds / max(workers, 1):,.0f} s on {workers} worker(s)")
+    if pinned:
+        parts.append(f"{pinned} point(s) with pinned runs, not estimated")
+    return "; ".join(parts)
 
 
 def _cmd_audit(args: argparse.Namespace) -> int:

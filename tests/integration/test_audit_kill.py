@@ -2,12 +2,13 @@
 
 One audit holds a correct mechanism (noisy SGD, strongly convex variant) and a broken-zoo member
 (``broken_data_dependent_step``: its run on D′ never moves, a point mass against a continuous
-law) at the same point, so that packed tasks interleave their batches. A 2-worker LocalCluster
-runs it with ``distributed.scheduler.allowed-failures = 0``; when the first task result arrives,
-every worker process is SIGKILLed. The tasks running or queued on the killed workers then fail
-(KilledWorker) and their batches are recorded as failed; the nannies restart the workers and the
-remaining tasks complete. Deterministic enough: 4 tasks of ~1 s each (5 batches of 100 runs), so when the first result
-arrives at least one other task is in flight; the first task holds batches of both mechanisms.
+law) at the same point. A 2-worker LocalCluster runs it with
+``distributed.scheduler.allowed-failures = 0``; when the first result of the confirmation round
+arrives, every worker process is SIGKILLed. The confirmation batches running or queued on the
+killed workers then fail (KilledWorker) and are recorded as failed; the nannies restart the
+workers and the remaining batches complete. Each point has 6 confirmation batches of 500 runs
+per side (pinned runs), packed into several tasks, so when the first result arrives others are
+in flight.
 """
 
 from __future__ import annotations
@@ -22,17 +23,18 @@ import numpy as np
 import pytest
 
 from dpbench.audit.engine import AuditTaskResult, run_audits
-from dpbench.audit.stats import audit_bound
+from dpbench.audit.stats import bounds_from_counts, event_alpha
 from dpbench.audit.store import open_audit
 from dpbench.config.suite import parse_suite
 from dpbench.core.schema import DONE, FAILED
+from tests.integration.test_audit_engine import _state
 from tests.support import failures as tf
 from tests.support.cubes import assert_audits_identical
 
 SUITE = textwrap.dedent("""
     name: killaudit
     root_seed: 23
-    audit: {alpha: 0.05, runs: 800, batch: 100}
+    audit: {alpha: 0.05, runs: 3000, selection_runs: 400}
     audits:
       - name: mixed
         algorithms:
@@ -42,20 +44,34 @@ SUITE = textwrap.dedent("""
         canaries: [sphere]
         grid: {n: [2], p: [1], epsilon: [1.0], delta: [1e-5]}
 """)
-BATCH = 100
+RUNS = 3000
 
 
-def _recomputed(ds, algorithm: str) -> tuple[float, float, int]:  # type: ignore[no-untyped-def]
-    """(ε_lb, μ_lb, runs) from the stored completed scores, exactly as the engine should."""
-    pt = ds.sel(algorithm=algorithm).isel(problem=0, n=0, p=0, epsilon=0, delta=0, canary=0)
-    done = pt.batch_status.values == DONE
-    s = pt.scores.values[done]                      # (k, side, run)
-    select = np.tile(np.arange(BATCH) < BATCH // 2, int(done.sum()))
-    b = audit_bound(s[:, 0].ravel(), s[:, 1].ravel(), select,
-                    epsilon_claimed=float(pt.epsilon_claimed),
-                    delta_claimed=float(pt.delta_claimed), mu_claimed=float(pt.mu_claimed),
-                    alpha=float(pt.alpha))
-    return b.epsilon_lb, b.mu_lb, int(done.sum()) * BATCH
+def _confirm_batches(store: Path, flat: int) -> dict[str, dict]:
+    return {k: b for k, b in _state(store, "mixed", flat)["batches"].items()
+            if k.startswith("confirm/")}
+
+
+def _recomputed(store: Path, ds, flat: int) -> tuple[float, float, int]:  # type: ignore[no-untyped-def]
+    """(ε_lb, μ_lb, runs) from the stored counts of the completed confirmation batches, exactly
+    as the engine should compute them."""
+    import zarr
+
+    state = _state(store, "mixed", flat)
+    events = state["selection"]["events"]
+    done = [int(k.split("/b")[1]) for k, b in _confirm_batches(store, flat).items()
+            if b["status"] == DONE]
+    counts = np.asarray(zarr.open_group(str(store / "audit/mixed/points" / str(flat)),
+                                        mode="r")["confirm_counts"][...])[done].sum(axis=0)
+    runs = sum(b["runs"] for b in _confirm_batches(store, flat).values() if b["status"] == DONE)
+    num = np.array([e["numerator"] == 1 for e in events])
+    pt = ds.isel(algorithm=flat)
+    bounds = bounds_from_counts(np.where(num, counts[1], counts[0]),
+                                np.where(num, counts[0], counts[1]), runs,
+                                delta=float(pt.delta_claimed.values.ravel()[0]),
+                                alpha_each=event_alpha(float(pt.alpha.values.ravel()[0]),
+                                                       len(events)))
+    return max(b.epsilon_lb for b in bounds), max(b.mu_lb for b in bounds), runs
 
 
 @pytest.mark.slow
@@ -72,7 +88,7 @@ def test_killing_every_worker_mid_audit_shrinks_counts_keeps_bounds_valid(
     killed: list[int] = []
 
     def kill_all_workers(res: AuditTaskResult) -> None:
-        if killed:
+        if killed or not any(b.work.kind == "confirm" for b in res.batches):
             return
         from distributed import get_client
 
@@ -87,30 +103,35 @@ def test_killing_every_worker_mid_audit_shrinks_counts_keeps_bounds_valid(
                              on_result=kill_all_workers)
     assert len(killed) == 2
     ds = open_audit(store, "mixed").load()
-    status = ds.batch_status.values
-    assert summary.failed == int((status == FAILED).sum()) > 0, "the kill must lose batches"
-    assert "KilledWorker" in " ".join(str(e) for e in ds.batch_error.values[status == FAILED])
+    lost = {flat: [k for k, b in _confirm_batches(store, flat).items() if b["status"] == FAILED]
+            for flat in (0, 1)}
+    assert summary.failed == sum(map(len, lost.values())) > 0, "the kill must lose batches"
+    errors = [b["error"] for flat in (0, 1) for b in _confirm_batches(store, flat).values()
+              if b["status"] == FAILED]
+    assert "KilledWorker" in " ".join(errors)
     completed = ds.runs_completed.values.ravel()
     assert np.any(completed < ds.runs_planned.values.ravel())
-    assert np.all(completed >= BATCH), "the first task holds a batch of each mechanism"
-    for algo in ("sgd", "zoo"):
-        eps_lb, mu_lb, runs = _recomputed(ds, algo)
-        point = ds.sel(algorithm=algo)
+    for flat in (0, 1):
+        eps_lb, mu_lb, runs = _recomputed(store, ds, flat)
+        point = ds.isel(algorithm=flat)
         assert int(point.runs_completed.values.ravel()[0]) == runs
-        assert float(point.epsilon_lower_bound.values.ravel()[0]) == eps_lb
         got_mu = float(point.mu_lower_bound.values.ravel()[0])
-        assert got_mu == mu_lb or (math.isnan(got_mu) and math.isnan(mu_lb))
-    # On the completed runs the correct mechanism still passes and the zoo member is caught:
-    # its D′ runs are a point mass, so even one batch (50 confirmation runs per side) bounds ε
-    # well above its claim of 0.19 (ε_lb ≈ 2.7 with 200 confirmation runs; ≥ 1 with 50).
+        if runs == 0:  # every confirmation batch of the point was lost: no bound at all
+            assert math.isnan(got_mu) and math.isnan(float(point.epsilon_lower_bound.values.ravel()[0]))
+            continue
+        assert float(point.epsilon_lower_bound.values.ravel()[0]) == eps_lb
+        assert got_mu == mu_lb
+    # On the completed runs the correct mechanism still passes and the zoo member is caught (if
+    # any of its confirmation batches completed): its D′ runs are a point mass, so one batch of
+    # 500 runs per side bounds ε far above its claim of 0.19.
     assert not bool(ds.violation.sel(algorithm="sgd").any())
-    assert bool(ds.violation.sel(algorithm="zoo").all())
-    assert float(ds.audit_gap.sel(algorithm="zoo").max()) < 0
+    if int(ds.runs_completed.sel(algorithm="zoo").sum()):
+        assert bool(ds.violation.sel(algorithm="zoo").all())
 
     # Resuming computes exactly the lost batches; the store then equals an uninterrupted run.
     resumed = run_audits(suite, store, workers=0, progress=False)
-    assert resumed.computed == int((status == FAILED).sum())
+    assert resumed.computed == sum(map(len, lost.values()))
     ref = tmp_path / "ref.zarr"
     run_audits(suite, ref, workers=0, progress=False)
     assert_audits_identical(ref, store, ["mixed"])
-    assert np.all(open_audit(store, "mixed").runs_completed.values == 800)
+    assert np.all(open_audit(store, "mixed").runs_completed.values == RUNS)

@@ -39,7 +39,7 @@ GOOD = {
 }
 AUDIT = {
     "name": "bad_audit", "root_seed": 1,
-    "audit": {"runs": 200, "batch": 100},
+    "audit": {"runs": 200, "selection_runs": 200},
     "audits": [{"name": "a", "algorithms": [{"algorithm": "output_perturbation"}],
                 "problems": [{"problem": "lb_quad"}], "canaries": ["sphere"],
                 "grid": {"n": [10], "p": [2], "epsilon": [1.0], "delta": [0.0]}}],
@@ -329,9 +329,11 @@ BAD_INPUTS: tuple[Bad, ...] = (
     Bad("only-bad-key", "--only with a key that is not experiment, algorithm or problem",
         "KEY one of experiment, algorithm, problem", GOOD, args=("--only", "seed=1")),
     # --- audits -----------------------------------------------------------------------------------
-    Bad("audit-runs-not-multiple", "audit runs not a multiple of batch", "must be a multiple",
-        _audit(runs=250), command="audit"),
-    Bad("audit-canary-unknown", "unknown canary", "unknown canary",
+    Bad("audit-runs-negative", "audit runs below 2", "must be an integer >= 2",
+        _audit(runs=1), command="audit"),
+    Bad("audit-budget", "audit budget_s not positive", "budget_s",
+        _audit(budget_s=0), command="audit"),
+    Bad("audit-canary-unknown", "unknown canary", "unknown kind 'spher'",
         _audit(canaries=["spher"]), command="audit"),
     Bad("audit-expect", "expect: maybe", "expect", _audit(expect="maybe"), command="audit"),
     Bad("audit-none", "dpbench audit on a suite without audits", "has no audits", GOOD,

@@ -46,7 +46,7 @@ SECOND = """
 AUDIT = """
 name: diskaudit
 root_seed: 1
-audit: {runs: 200, batch: 100}
+audit: {runs: 200, selection_runs: 200}
 audits:
   - name: a
     algorithms: [{algorithm: output_perturbation}]

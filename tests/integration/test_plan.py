@@ -147,7 +147,8 @@ def test_plan_bad_input_exits_2(ran: Path, argv: list[str], capsys: pytest.Captu
 def test_plan_of_an_audit_suite_says_what_it_holds(tmp_path: Path,
                                                    capsys: pytest.CaptureFixture[str]) -> None:
     """An audit-only suite once planned as "cells to compute: 0" and "about 0 s": it now counts
-    its audit points, batches and runs, and says its time is not estimated here."""
+    its audit points and configurations, and the time their budgets buy (pinned runs: not
+    estimated)."""
     from tests.integration.test_audit_engine import SUITE as AUDIT_SUITE
 
     (tmp_path / "a.yaml").write_text(AUDIT_SUITE)
@@ -155,5 +156,12 @@ def test_plan_of_an_audit_suite_says_what_it_holds(tmp_path: Path,
     out = capsys.readouterr().out
     assert "cells to compute" not in out and "about 0 s" not in out
     line = next(ln for ln in out.splitlines() if ln.strip().startswith("audits:"))
-    assert "applicable points" in line and "batches" in line and "not estimated" in line
+    assert "applicable points searching" in line and "not estimated" in line
+    budgeted = AUDIT_SUITE.replace("audit: {alpha: 0.05, runs: 400, selection_runs: 400}",
+                                   "audit: {alpha: 0.05, budget_s: 30}")
+    (tmp_path / "b.yaml").write_text(budgeted)
+    assert main(["plan", str(tmp_path / "b.yaml"), "--workers", "2"]) == 0
+    line = next(ln for ln in capsys.readouterr().out.splitlines()
+                if ln.strip().startswith("audits:"))
+    assert "budgets 180 s of worker time, about 90 s on 2 worker(s)" in line, line
     assert not any(tmp_path.glob("*.zarr"))

@@ -430,7 +430,7 @@ def test_audits_resolve_paths_and_check_the_grid(tmp_path: Path) -> None:
     _csv(tmp_path / "data")
     suite = tmp_path / "a.yaml"
     suite.write_text(
-        "name: a\nroot_seed: 1\naudit: {runs: 200, batch: 100}\naudits:\n  - name: a\n"
+        "name: a\nroot_seed: 1\naudit: {runs: 200, selection_runs: 200}\naudits:\n  - name: a\n"
         "    algorithms: [{algorithm: output_perturbation}]\n"
         "    problems: [{problem: real_logistic, params: {dataset: 'csv:data/d.csv', "
         "ridge: 0.1}}]\n    canaries: [sphere]\n"

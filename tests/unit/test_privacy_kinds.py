@@ -85,7 +85,7 @@ def test_an_approx_mechanism_at_delta_zero_is_refused() -> None:
 def test_an_audit_still_tests_a_pure_mechanism_at_delta_zero() -> None:
     audit = textwrap.dedent("""
         name: a
-        audit: {runs: 200, batch: 100}
+        audit: {runs: 200, selection_runs: 200}
         audits:
           - name: op
             algorithms: [{algorithm: output_perturbation}]
