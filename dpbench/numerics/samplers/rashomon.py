@@ -15,7 +15,9 @@ values it was validated against):
 * inside, r = √(2ψ)·U^{1/p} (uniform in the ball: the density is constant on G);
 * outside, r = √(2G/β) with G ~ Gamma(p/2) truncated to [βψ, ∞) (inverse CDF, ``gammainccinv``).
 
-A constraint C is handled by rejection (exact: the target is the restriction to C). The hit rate
+A constraint C is handled by rejection (exact: the target is the restriction to C); the sampler's
+``draw.many(rng, size)`` draws many samples at once by the same rejection
+(:mod:`dpbench.numerics.samplers.rejection`). The hit rate
 Pr[θ ∈ G] and the uniformity inside G ((r/√(2ψ))^p ~ U[0, 1] given θ ∈ G) are measured by
 :func:`rashomon_diagnostics` (A6; experiment E10), against the [derived] Markov bound 1 − 2p/√(βψ)
 of Theorem B.6.
@@ -36,6 +38,7 @@ from scipy import stats
 from scipy.special import gammainc, gammaincc, gammainccinv, gammaln
 
 from ...core.sets import ConstraintSet
+from .rejection import fill_accepted
 
 __all__ = ["rashomon_log_weights", "inside_weight", "expected_excess", "sample_rashomon_radius",
            "rashomon_radial_sampler", "RashomonDiagnostics", "rashomon_diagnostics",
@@ -112,19 +115,24 @@ def rashomon_radial_sampler(center: np.ndarray, beta: float, psi: float,
 
     Valid as the Rashomon Gibbs law π_{β,ψ} when 𝓛 − 𝓛* = (m/2)‖θ − c‖² on C, i.e. the
     unconstrained minimiser c lies in C (F1 in docs/langevin.md). Raises ``RuntimeError`` after
-    :data:`MAX_PROPOSALS` rejected proposals (a region of negligible mass).
+    :data:`MAX_PROPOSALS` rejected proposals (a region of negligible mass). ``draw.many(rng,
+    size)`` returns ``size`` independent draws (the accepted proposals of the same rejection).
     """
     center = np.asarray(center, dtype=float)
     p = center.shape[0]
     _check(p, beta, psi)
 
+    def proposals(rng: np.random.Generator, count: int) -> np.ndarray:
+        """``count`` draws of the unconstrained law: the radii, then the directions' normals."""
+        r = sample_rashomon_radius(rng, p, beta, psi, count, m)
+        g = rng.standard_normal((count, p))
+        g /= np.maximum(np.linalg.norm(g, axis=1, keepdims=True), np.finfo(float).tiny)
+        return center + r[:, None] * g
+
     def draw(rng: np.random.Generator) -> np.ndarray:
         batch, proposed = 1, 0
         while proposed < MAX_PROPOSALS:  # batches 1, 4, 16, ..., 256: cheap when C barely cuts
-            r = sample_rashomon_radius(rng, p, beta, psi, batch, m)
-            g = rng.standard_normal((batch, p))
-            g /= np.maximum(np.linalg.norm(g, axis=1, keepdims=True), np.finfo(float).tiny)
-            pts = center + r[:, None] * g
+            pts = proposals(rng, batch)
             if region is None:
                 return pts[0].copy()
             ok = np.flatnonzero(np.asarray(region.contains(pts), dtype=bool))
@@ -134,7 +142,18 @@ def rashomon_radial_sampler(center: np.ndarray, beta: float, psi: float,
             batch = min(4 * batch, _BATCH)
         raise RuntimeError(f"rashomon_radial_sampler: no acceptance in {MAX_PROPOSALS} proposals")
 
+    def many(rng: np.random.Generator, size: int) -> np.ndarray:
+        def propose(rng: np.random.Generator, count: int) -> tuple[np.ndarray, np.ndarray]:
+            pts = proposals(rng, count)
+            if region is None:
+                return pts, np.ones(count, dtype=bool)
+            return pts, np.asarray(region.contains(pts), dtype=bool)
+
+        return fill_accepted(propose, rng, size, max_proposals=MAX_PROPOSALS,
+                             what="rashomon_radial_sampler")
+
     draw.proposal = "radial mixture + rejection"  # type: ignore[attr-defined]
+    draw.many = many  # type: ignore[attr-defined]
     return draw
 
 
