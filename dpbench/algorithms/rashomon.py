@@ -297,7 +297,7 @@ class Rashomon(Algorithm):
         (:func:`~dpbench.numerics.samplers.mcmc.run_chains` with the floor n(𝓛* + ψ) on the
         sum; :meth:`run` runs the numpy chain of :class:`ThresholdedProblem`, the same chain up
         to floating-point rounding). ``None`` for MCMC on a problem without a compiled kernel."""
-        opt, threshold, beta = self._setup(problem, data, epsilon, delta)
+        _, threshold, beta = self._setup(problem, data, epsilon, delta)
         if self.sampler == "exact":
             thetas = draw_many(self._exact(problem, data, beta), rng, size)
         else:

@@ -20,9 +20,16 @@ A finite chain is only approximately distributed as π: ExpMech run with it is *
 best (ε, (1 + e^ε)·TV)-DP), and callers must mark the ledger uncertified.
 
 The default step count is the public formula :func:`default_steps`. The compiled path (a problem
-with :meth:`~dpbench.core.problem.Problem.kernel`) runs blocks of steps in one ``numba.njit`` loop; the
-numpy fallback runs the same algorithm with the same random stream (p standard normals, then one
-uniform, per step), so both paths give the same chain up to floating-point rounding.
+with :meth:`~dpbench.core.problem.Problem.kernel`) runs blocks of steps in one ``numba.njit`` loop,
+compiled once per kernel with its loss and gradient inlined; the numpy fallback runs the same
+algorithm with the same random stream (p standard normals, then one uniform, per step), so both
+paths give the same chain up to floating-point rounding.
+
+Many chains at once (:func:`run_chains`, the mechanisms' vectorised audit paths): the same chain
+for every row, run one after the other in the compiled loop from one generator, on one region or
+on a region per row (the same balls re-centred at each row's earlier private release,
+:func:`relocated_region`); on the compiled path only. The potential may carry a floor,
+U = k·max{Σᵢ ℓ, floor}, the thresholded loss of the Rashomon law (GTU A0.2).
 """
 
 from __future__ import annotations
@@ -346,7 +353,7 @@ def relocated_region(region: ConstraintSet, centers: np.ndarray) -> ConstraintSe
     centers = np.asarray(centers, dtype=float)
     if isinstance(region, Intersection):
         return Intersection(*(relocated_region(s, c[None, :])
-                              for s, c in zip(region.sets, centers)),
+                              for s, c in zip(region.sets, centers, strict=True)),
                             tol=region.tol, max_iter=region.max_iter)
     if isinstance(region, Ball):
         return region if not np.any(centers[0]) else BallAt(centers[0], region.radius)
@@ -365,7 +372,6 @@ def chain_starts(region: ConstraintSet, row_centers: np.ndarray) -> np.ndarray:
     starts = row_centers[:, -1, :].copy()
     if not isinstance(region, Intersection):
         return starts
-    _, radii = region_balls(region, row_centers.shape[2])
     inside = np.ones(starts.shape[0], dtype=bool)
     for j, s in enumerate(region.sets):
         inside &= Ball(float(s.radius)).contains(starts - row_centers[:, j, :], 0.0)  # type: ignore[attr-defined]

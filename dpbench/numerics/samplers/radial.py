@@ -144,8 +144,9 @@ def sample_radial_in_region_many(rng: np.random.Generator, center: np.ndarray, a
                                  b: float, region: ConstraintSet, size: int,
                                  max_tries: int = 100_000) -> np.ndarray:
     """``size`` independent draws of :func:`sample_radial_in_region` (rows of a (size, p)
-    array): the accepted proposals in order (:func:`~dpbench.numerics.samplers.rejection.fill_accepted`;
-    ``RuntimeError`` after ``max_tries`` proposals in a row outside the region)."""
+    array): the accepted proposals in order
+    (:func:`~dpbench.numerics.samplers.rejection.fill_accepted`; ``RuntimeError`` after
+    ``max_tries`` proposals in a row outside the region)."""
     center = np.asarray(center, dtype=float)
 
     def propose(rng: np.random.Generator, count: int) -> tuple[np.ndarray, np.ndarray]:
