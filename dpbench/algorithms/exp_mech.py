@@ -64,6 +64,10 @@ class ExpMech(Algorithm):
                                 "(rwm) or 0.3 (mala)"),
     }
 
+    sampler: str
+    steps: int | None
+    step_scale: float
+
     def calibrated(self, problem: Problem, *, n: int, p: int, epsilon: float,
                     delta: float) -> dict[str, float]:
         """``k`` = ε/(2L‖C‖), the temperature on the sum loss, and ``beta`` = n·k on the average
