@@ -137,8 +137,7 @@ class IteratedExpMech(Algorithm):
         """Algorithm 1's public schedule (:func:`schedule`): ``rounds`` k, the last round's
         inverse temperature on the average loss ``final_beta`` = n·ε_k/(2L·D_{k−1}) and the
         diameter ``final_diameter`` D_{k−1} of the region it samples."""
-        plan = schedule(self.target, float(problem.lipschitz), float(problem.strong_convexity),
-                        p, n, epsilon, float(problem.constraint.diameter))
+        plan = self._rounds(problem, n, p, epsilon)
         last = plan[-1]
         return {"rounds": float(len(plan)), "final_beta": n * last["k"],
                 "final_diameter": last["diameter"]}
@@ -147,19 +146,12 @@ class IteratedExpMech(Algorithm):
         k = iteration_count(1.0, n, p)
         return float(k * n * p) * (1.0 if self.sampler == "exact" else 4.0 * p * n)
 
-    def schedule(self, problem: Problem, n: int, p: int, epsilon: float
-                 ) -> tuple[list[dict[str, float]], float]:
-        """Algorithm 1's public rounds (steps 1–5; data-independent): per round ε_i, the
-        diameter bound D_{i−1} of C_{i−1}, r_i and k_i = ε_i/(2L·D_{i−1}); and the final D_k."""
-        L, m = float(problem.lipschitz), float(problem.strong_convexity)
-        D = float(problem.constraint.diameter)
-        rounds = []
-        for eps_i in round_epsilons(epsilon, iteration_count(epsilon, n, p)):
-            r_i = round_radius(self.target, L, m, p, n, eps_i, D)
-            rounds.append({"epsilon": eps_i, "diameter": D, "radius": r_i,
-                           "k": expmech_temperature(eps_i, L, D)})
-            D = min(D, 2.0 * r_i)
-        return rounds, D
+    def _rounds(self, problem: Problem, n: int, p: int, epsilon: float
+                ) -> list[dict[str, float]]:
+        """This configuration's :func:`schedule` on ``problem`` (public; shared by :meth:`run`,
+        :meth:`run_batch` and :meth:`calibrated`)."""
+        return schedule(self.target, float(problem.lipschitz), float(problem.strong_convexity),
+                        p, n, epsilon, float(problem.constraint.diameter))
 
     def _charge(self, i: int, k: int, rnd: dict[str, float], certified: bool) -> Charge:
         theorem = (f"round {i}/{k}: exponential mechanism on C_{i - 1} (diameter ≤ "
@@ -178,7 +170,7 @@ class IteratedExpMech(Algorithm):
     def run(self, data: Dataset, problem: Problem, *, epsilon: float, delta: float,
             rng: np.random.Generator) -> Release:
         n, p = data.n, data.p
-        rounds, D = self.schedule(problem, n, p, epsilon)
+        rounds = self._rounds(problem, n, p, epsilon)
         k = len(rounds)
         region: ConstraintSet = problem.constraint
         charges, steps = [], 0
@@ -191,8 +183,9 @@ class IteratedExpMech(Algorithm):
             region = self._shrink(region, theta, rnd["radius"])
         ledger = PrivacyLedger.from_charges(*charges)
         queries = n * (steps + k)
-        schedule = [{key: r[key] for key in ("epsilon", "diameter", "radius")} for r in rounds]
-        info_out: dict[str, Any] = {"rounds": k, "schedule": schedule, "final_diameter": D,
+        plan = [{key: r[key] for key in ("epsilon", "diameter", "radius")} for r in rounds]
+        D = min(rounds[-1]["diameter"], 2.0 * rounds[-1]["radius"])  # D_k
+        info_out: dict[str, Any] = {"rounds": k, "schedule": plan, "final_diameter": D,
                                     "sampler": self.sampler, "certified": ledger.certified}
         return Release(theta=theta, ledger=ledger, func_queries=queries,
                        grad_queries=queries if self.sampler == "mala" else 0,
@@ -206,7 +199,7 @@ class IteratedExpMech(Algorithm):
         :func:`~dpbench.numerics.samplers.expmech.sample_expmech_many` with per-row centres
         (the exact sampler's ``many_at``, exactly the law of :meth:`run`'s round; or the same
         RWM/MALA chain per row). ``None`` for MCMC on a problem without a compiled kernel."""
-        rounds, _ = self.schedule(problem, data.n, data.p, epsilon)
+        rounds = self._rounds(problem, data.n, data.p, epsilon)
         region: ConstraintSet = problem.constraint
         centers: np.ndarray | None = None
         charges = []

@@ -214,23 +214,18 @@ class _Chain:
 _CHAINS: dict[tuple[Any, Any], _Chain] = {}
 
 
-def _inlined(fn: Any) -> Any:
-    """``fn`` recompiled with ``inline="always"`` when it is a plain numba function (default
-    options: inlining compiles it with the loop's), else ``fn`` itself (called)."""
-    options = dict(getattr(fn, "targetoptions", {"fastmath": None}))
-    options.pop("nopython", None)
-    plain = hasattr(fn, "py_func") and options in ({}, {"boundscheck": None})
-    return njit(inline="always")(fn.py_func) if plain else fn
-
-
 def _compiled_chain(kern: LossKernel) -> _Chain:
     """The templates above compiled for ``kern`` (once per process and kernel; cached on disk
     when the kernel's functions are module-level, :func:`dpbench.numerics.jit.specialise`)."""
+    # NoisySGD's rule for inlining a kernel function (imported here: algorithms import this
+    # module at import time)
+    from ...algorithms.noisy_sgd import inlinable
+
     key = (kern.loss, kern.grad)
     chain = _CHAINS.get(key)
     if chain is None:
-        potential = specialise(_potential_template, {"_kernel_loss": _inlined(kern.loss),
-                                                     "_kernel_grad": _inlined(kern.grad)})
+        potential = specialise(_potential_template, {"_kernel_loss": inlinable(kern.loss),
+                                                     "_kernel_grad": inlinable(kern.grad)})
         block = specialise(_chain_block_template, {"_potential": potential})
         chain = _Chain(potential, block,
                        specialise(_chains_start_template, {"_potential": potential}),
