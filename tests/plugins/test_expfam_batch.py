@@ -131,6 +131,7 @@ def test_mcmc_law(alg: Algorithm, problem: Any, delta: float) -> None:
     _batch_vs_loop(alg, prob, prob.generate(n, 2, np.random.default_rng(0)), delta, size=2000)
 
 
+@pytest.mark.slow  # run's numpy chain on ThresholdedProblem, 1500 times
 @pytest.mark.parametrize("kind", ["rwm", "mala"])
 def test_rashomon_mcmc_law(kind: str) -> None:
     # run's chain is the numpy one on ThresholdedProblem (no kernel); the batch runs the compiled
