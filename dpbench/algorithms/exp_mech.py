@@ -13,12 +13,12 @@ from typing import ClassVar
 
 import numpy as np
 
-from ..core.algorithm import Algorithm, Release
+from ..core.algorithm import Algorithm, BatchRelease, Release
 from ..core.params import Param
 from ..core.problem import Dataset, Problem
 from ..core.ratecard import RateCard
 from ..core.tags import get_tags
-from ..numerics.samplers.expmech import SAMPLERS, sample_expmech
+from ..numerics.samplers.expmech import SAMPLERS, sample_expmech, sample_expmech_many
 from ..numerics.samplers.mcmc import default_steps
 from ..privacy.ledger import Charge, PrivacyLedger
 
@@ -63,6 +63,10 @@ class ExpMech(Algorithm):
                             doc="multiplier of the MCMC step size min(c/(k·n·L), D/p), c = 0.5 "
                                 "(rwm) or 0.3 (mala)"),
     }
+
+    sampler: str
+    steps: int | None
+    step_scale: float
 
     def calibrated(self, problem: Problem, *, n: int, p: int, epsilon: float,
                     delta: float) -> dict[str, float]:
@@ -111,6 +115,16 @@ class ExpMech(Algorithm):
                    "MCMC samplers are nominal ε-DP only (docs/bst14.md)."),
         )
 
+    def _ledger(self, epsilon: float, certified: bool) -> PrivacyLedger:
+        """The single ε charge of Thm 3.1 (certified only for the exact sampler)."""
+        label = ("exponential mechanism, exact sampler" if certified else
+                 f"exponential mechanism, {self.sampler.upper()} sampler (nominal ε-DP, "
+                 "uncertified: at best (ε, (1+e^ε)·TV)-DP, docs/bst14.md)")
+        charge = Charge(label, float(epsilon), 0.0,
+                        "BST14 Thm 3.1 (oscillation argument, docs/bst14.md Errata 1)",
+                        certified=certified)
+        return PrivacyLedger.from_charges(charge)
+
     def run(
         self, data: Dataset, problem: Problem, *, epsilon: float, delta: float,
         rng: np.random.Generator,
@@ -122,13 +136,7 @@ class ExpMech(Algorithm):
             problem, data, k, constraint, rng, sampler=self.sampler,
             steps=self.steps, step_scale=self.step_scale)
         certified = bool(info["certified"])
-        label = ("exponential mechanism, exact sampler" if certified else
-                 f"exponential mechanism, {self.sampler.upper()} sampler (nominal ε-DP, "
-                 "uncertified: at best (ε, (1+e^ε)·TV)-DP, docs/bst14.md)")
-        charge = Charge(label, float(epsilon), 0.0,
-                        "BST14 Thm 3.1 (oscillation argument, docs/bst14.md Errata 1)",
-                        certified=certified)
-        ledger = PrivacyLedger.from_charges(charge)
+        ledger = self._ledger(epsilon, certified)
         evaluations = n * (info["steps"] + 1) if not certified else n
         info = dict(info, k=k)
         if not certified:
@@ -137,3 +145,21 @@ class ExpMech(Algorithm):
             theta=theta, ledger=ledger, func_queries=evaluations,
             grad_queries=evaluations if self.sampler == "mala" else 0,
             iterations=int(info["steps"]), info=info)
+
+    def run_batch(
+        self, data: Dataset, problem: Problem, *, epsilon: float, delta: float,
+        rng: np.random.Generator, size: int,
+    ) -> BatchRelease | None:
+        """``size`` draws of Algorithm 2's density at :meth:`run`'s k in one call of
+        :func:`~dpbench.numerics.samplers.expmech.sample_expmech_many`: the exact sampler's
+        vectorised form (exactly :meth:`run`'s law), or the same RWM/MALA chain per row (same
+        start, steps, step size and accept rule). ``None`` for MCMC on a problem without a
+        compiled kernel (the numpy chain runs one row at a time: the audit loops :meth:`run`)."""
+        constraint = problem.constraint
+        k = expmech_temperature(epsilon, float(problem.lipschitz), float(constraint.diameter))
+        out = sample_expmech_many(problem, data, k, constraint, rng, size, sampler=self.sampler,
+                                  steps=self.steps, step_scale=self.step_scale)
+        if out is None:
+            return None
+        thetas, info = out
+        return BatchRelease(thetas, self._ledger(epsilon, bool(info["certified"])))

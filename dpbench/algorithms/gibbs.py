@@ -47,7 +47,7 @@ from typing import Any, ClassVar
 import numpy as np
 from scipy import stats
 
-from ..core.algorithm import Algorithm, Release
+from ..core.algorithm import Algorithm, BatchRelease, Release
 from ..core.errors import NotApplicable
 from ..core.exact_samplers import has_exact_sampler
 from ..core.params import Param
@@ -55,7 +55,7 @@ from ..core.problem import Dataset, Problem
 from ..core.ratecard import RateCard
 from ..core.sets import Ball, Box
 from ..core.tags import get_tags
-from ..numerics.samplers.expmech import SAMPLERS, sample_expmech
+from ..numerics.samplers.expmech import SAMPLERS, sample_expmech, sample_expmech_many
 from ..privacy.gaussian import gdp_mu
 from ..privacy.langevin import beta_a4_literal, beta_a4_tight
 from ..privacy.ledger import Charge, PrivacyLedger
@@ -291,25 +291,34 @@ class Gibbs(Algorithm):
         return float(n * p) * (1.0 if self.sampler == "exact" else 8.0 * p * max(n, p))
 
     # --- running ------------------------------------------------------------------------------
-    def run(self, data: Dataset, problem: Problem, *, epsilon: float, delta: float,
-            rng: np.random.Generator) -> Release:
+    def _setup(self, problem: Problem, data: Dataset, epsilon: float, delta: float
+               ) -> tuple[dict[str, Any], Problem, dict[str, Any]]:
+        """(calibration, the problem sampled (A8-regularised or not), the arguments of
+        :func:`sample_expmech` after the region: sampler, steps, step_scale), all public."""
         cal = self.calibrate(problem, data.n, data.p, epsilon, delta)
         work = problem if self.regularize == "none" else regularized_problem(problem, cal["lambda_r"])
-        beta = float(cal["beta"])
         steps, scale = self.steps, self.step_scale
         if self.sampler != "exact":
             steps, scale = gibbs_mcmc_tuning(
-                self.sampler, beta, data.n, data.p, float(work.lipschitz),
+                self.sampler, float(cal["beta"]), data.n, data.p, float(work.lipschitz),
                 float(work.constraint.diameter), cal["m"], float(work.smoothness), scale, steps)
-        theta, info = sample_expmech(work, data, beta / data.n, work.constraint, rng,
-                                     sampler=self.sampler, steps=steps, step_scale=scale)
-        certified = bool(info["certified"])
+        return cal, work, {"sampler": self.sampler, "steps": steps, "step_scale": scale}
+
+    def _ledger(self, cal: dict[str, Any], certified: bool) -> PrivacyLedger:
         theorem = cal["theorem"] + ("" if certified else "; " + mcmc_theorem_note(self.sampler))
         label = (f"Gibbs sampler (A4, {self.calibration} β, "
                  f"{'exact' if certified else self.sampler.upper() + ' (nominal)'})")
         charge = Charge(label, float(cal["epsilon"]), float(cal["delta"]), theorem,
                         certified=certified, gdp_mu=cal["gdp_mu"])
-        ledger = PrivacyLedger.from_charges(charge)
+        return PrivacyLedger.from_charges(charge)
+
+    def run(self, data: Dataset, problem: Problem, *, epsilon: float, delta: float,
+            rng: np.random.Generator) -> Release:
+        cal, work, how = self._setup(problem, data, epsilon, delta)
+        beta = float(cal["beta"])
+        theta, info = sample_expmech(work, data, beta / data.n, work.constraint, rng, **how)
+        certified = bool(info["certified"])
+        ledger = self._ledger(cal, certified)
         steps = int(info["steps"])
         queries = data.n * (steps + 1)
         out_info = dict(info, beta=beta, calibration=self.calibration,
@@ -318,3 +327,18 @@ class Gibbs(Algorithm):
         return Release(theta=theta, ledger=ledger, func_queries=queries,
                        grad_queries=queries if self.sampler == "mala" else 0,
                        iterations=steps, info=out_info)
+
+    def run_batch(self, data: Dataset, problem: Problem, *, epsilon: float, delta: float,
+                  rng: np.random.Generator, size: int) -> BatchRelease | None:
+        """``size`` draws of π_β with :meth:`run`'s calibration, problem (A8 wrapper included)
+        and sampler settings, in one call of
+        :func:`~dpbench.numerics.samplers.expmech.sample_expmech_many`: the exact sampler's
+        vectorised form (exactly :meth:`run`'s law) or the same RWM/MALA chain per row. ``None``
+        for MCMC on a problem without a compiled kernel (the audit then loops :meth:`run`)."""
+        cal, work, how = self._setup(problem, data, epsilon, delta)
+        out = sample_expmech_many(work, data, float(cal["beta"]) / data.n, work.constraint, rng,
+                                  size, **how)
+        if out is None:
+            return None
+        thetas, info = out
+        return BatchRelease(thetas, self._ledger(cal, bool(info["certified"])))

@@ -31,12 +31,13 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from ..core.algorithm import Algorithm, Release
+from ..core.algorithm import Algorithm, BatchRelease, Release
 from ..core.params import Param
 from ..core.problem import Dataset, Problem
 from ..core.ratecard import RateCard
 from ..core.sets import BallAt, ConstraintSet, Intersection
-from ..numerics.samplers.expmech import SAMPLERS, sample_expmech
+from ..numerics.samplers.expmech import SAMPLERS, sample_expmech, sample_expmech_many
+from ..numerics.samplers.mcmc import region_balls
 from ..privacy.ledger import Charge, PrivacyLedger
 from .exp_mech import expmech_temperature
 from .gibbs import has_exact_expmech, mcmc_theorem_note
@@ -136,8 +137,7 @@ class IteratedExpMech(Algorithm):
         """Algorithm 1's public schedule (:func:`schedule`): ``rounds`` k, the last round's
         inverse temperature on the average loss ``final_beta`` = n·ε_k/(2L·D_{k−1}) and the
         diameter ``final_diameter`` D_{k−1} of the region it samples."""
-        plan = schedule(self.target, float(problem.lipschitz), float(problem.strong_convexity),
-                        p, n, epsilon, float(problem.constraint.diameter))
+        plan = self._rounds(problem, n, p, epsilon)
         last = plan[-1]
         return {"rounds": float(len(plan)), "final_beta": n * last["k"],
                 "final_diameter": last["diameter"]}
@@ -146,37 +146,73 @@ class IteratedExpMech(Algorithm):
         k = iteration_count(1.0, n, p)
         return float(k * n * p) * (1.0 if self.sampler == "exact" else 4.0 * p * n)
 
+    def _rounds(self, problem: Problem, n: int, p: int, epsilon: float
+                ) -> list[dict[str, float]]:
+        """This configuration's :func:`schedule` on ``problem`` (public; shared by :meth:`run`,
+        :meth:`run_batch` and :meth:`calibrated`)."""
+        return schedule(self.target, float(problem.lipschitz), float(problem.strong_convexity),
+                        p, n, epsilon, float(problem.constraint.diameter))
+
+    def _charge(self, i: int, k: int, rnd: dict[str, float], certified: bool) -> Charge:
+        theorem = (f"round {i}/{k}: exponential mechanism on C_{i - 1} (diameter ≤ "
+                   f"{rnd['diameter']:.3g}), oscillation argument (GTU Thm 2.1 / BST14 Thm 3.1)")
+        if not certified:
+            theorem += "; " + mcmc_theorem_note(self.sampler)
+        return Charge(f"iterated exponential mechanism, round {i}", rnd["epsilon"], 0.0,
+                      theorem, certified=certified)
+
+    @staticmethod
+    def _shrink(region: ConstraintSet, theta: np.ndarray, radius: float) -> Intersection:
+        """C_i = C_{i−1} ∩ B(θ_i, r_i) (step 5)."""
+        return Intersection(*(region.sets if isinstance(region, Intersection) else (region,)),
+                            BallAt(theta, radius))
+
     def run(self, data: Dataset, problem: Problem, *, epsilon: float, delta: float,
             rng: np.random.Generator) -> Release:
         n, p = data.n, data.p
-        L, m = float(problem.lipschitz), float(problem.strong_convexity)
-        k = iteration_count(epsilon, n, p)
+        rounds = self._rounds(problem, n, p, epsilon)
+        k = len(rounds)
         region: ConstraintSet = problem.constraint
-        D = float(region.diameter)
-        charges, rounds, steps = [], [], 0
+        charges, steps = [], 0
         theta = np.asarray(region.center(p), dtype=float)
-        for i, eps_i in enumerate(round_epsilons(epsilon, k), start=1):
-            k_i = expmech_temperature(eps_i, L, D)
-            theta, info = sample_expmech(problem, data, k_i, region, rng, sampler=self.sampler,
-                                         steps=self.steps)
-            certified = bool(info["certified"])
+        for i, rnd in enumerate(rounds, start=1):
+            theta, info = sample_expmech(problem, data, rnd["k"], region, rng,
+                                         sampler=self.sampler, steps=self.steps)
             steps += int(info["steps"])
-            theorem = (f"round {i}/{k}: exponential mechanism on C_{i - 1} (diameter ≤ "
-                       f"{D:.3g}), oscillation argument (GTU Thm 2.1 / BST14 Thm 3.1)")
-            if not certified:
-                theorem += "; " + mcmc_theorem_note(self.sampler)
-            charges.append(Charge(f"iterated exponential mechanism, round {i}", eps_i, 0.0,
-                                  theorem, certified=certified))
-            r_i = round_radius(self.target, L, m, p, n, eps_i, D)
-            rounds.append({"epsilon": eps_i, "diameter": D, "radius": r_i})
-            ball = BallAt(theta, r_i)
-            region = Intersection(*(region.sets if isinstance(region, Intersection)
-                                    else (region,)), ball)
-            D = min(D, 2.0 * r_i)
+            charges.append(self._charge(i, k, rnd, bool(info["certified"])))
+            region = self._shrink(region, theta, rnd["radius"])
         ledger = PrivacyLedger.from_charges(*charges)
         queries = n * (steps + k)
-        info_out: dict[str, Any] = {"rounds": k, "schedule": rounds, "final_diameter": D,
+        plan = [{key: r[key] for key in ("epsilon", "diameter", "radius")} for r in rounds]
+        D = min(rounds[-1]["diameter"], 2.0 * rounds[-1]["radius"])  # D_k
+        info_out: dict[str, Any] = {"rounds": k, "schedule": plan, "final_diameter": D,
                                     "sampler": self.sampler, "certified": ledger.certified}
         return Release(theta=theta, ledger=ledger, func_queries=queries,
                        grad_queries=queries if self.sampler == "mala" else 0,
                        iterations=k, info=info_out)
+
+    def run_batch(self, data: Dataset, problem: Problem, *, epsilon: float, delta: float,
+                  rng: np.random.Generator, size: int) -> BatchRelease | None:
+        """:meth:`run`'s rounds for ``size`` rows at once, round after round: round 1 draws
+        every row on C; round i + 1 draws row r on C_i of row r (its own earlier releases are the
+        centres of its balls, the radii are public and shared), through
+        :func:`~dpbench.numerics.samplers.expmech.sample_expmech_many` with per-row centres
+        (the exact sampler's ``many_at``, exactly the law of :meth:`run`'s round; or the same
+        RWM/MALA chain per row). ``None`` for MCMC on a problem without a compiled kernel."""
+        rounds = self._rounds(problem, data.n, data.p, epsilon)
+        region: ConstraintSet = problem.constraint
+        centers: np.ndarray | None = None
+        charges = []
+        for i, rnd in enumerate(rounds, start=1):
+            out = sample_expmech_many(problem, data, rnd["k"], region, rng, size,
+                                      sampler=self.sampler, steps=self.steps,
+                                      row_centers=centers)
+            if out is None:
+                return None
+            thetas, info = out
+            charges.append(self._charge(i, len(rounds), rnd, bool(info["certified"])))
+            if centers is None:
+                centers = np.tile(region_balls(region, data.p)[0], (size, 1, 1))
+            centers = np.concatenate([centers, thetas[:, None, :]], axis=1)
+            region = self._shrink(region, thetas[0], rnd["radius"])
+        return BatchRelease(thetas, PrivacyLedger.from_charges(*charges))

@@ -24,7 +24,8 @@ from ..core.ratecard import RateCard
 from ..core.sets import BallAt, Intersection
 from ..core.tags import get_tags
 from ..numerics.kernels import resolve_kernel
-from ..numerics.samplers.expmech import sample_expmech
+from ..numerics.samplers.expmech import sample_expmech, sample_expmech_many
+from ..numerics.samplers.mcmc import region_balls
 from ..privacy.accountant import ACCOUNTING, calibrate_noisy_sgd, noisy_sgd_epsilon
 from ..privacy.gaussian import analytic_gaussian_sigma, classical_gaussian_sigma
 from ..privacy.ledger import Charge, PrivacyLedger
@@ -185,12 +186,7 @@ class Localize(Algorithm):
             problem, data, k, region, rng, sampler=self.sampler,
             steps=self.steps, step_scale=self.step_scale)
         certified = bool(sinfo.get("certified", True))
-        ledger = PrivacyLedger.from_charges(
-            Charge("localize step 1: output perturbation (Gamma-norm noise) at ε/2",
-                   first.ledger.epsilon, 0.0, "BST14 Alg. 3 / Thm 4.1: argmin sensitivity 2L/(nΔ)"),
-            Charge(f"localize step 2: exponential mechanism on C ∩ B(θ₀, r₀) ({self.sampler})",
-                   half, 0.0, "BST14 Alg. 2, Thm 3.1 (oscillation 2L‖C₀‖) / Thm 4.1",
-                   certified=certified))
+        ledger = self._ledger(first.ledger.epsilon, half, certified)
         info: dict[str, Any] = {
             "theta0": theta0.tolist(), "r0": r0, "region_diameter": float(region.diameter),
             "k": k, "radius_rule": self.radius_rule, "sampler": self.sampler,
@@ -201,6 +197,45 @@ class Localize(Algorithm):
         return Release(theta=np.asarray(theta, dtype=float), ledger=ledger,
                        iterations=first.iterations + int(sinfo.get("steps", 0) or 0),
                        func_queries=n * int(sinfo.get("steps", 0) or 0), info=info)
+
+    def _ledger(self, eps_first: float, half: float, certified: bool) -> PrivacyLedger:
+        """Thm 4.1's basic composition: step 1's charge and step 2's ε/2."""
+        return PrivacyLedger.from_charges(
+            Charge("localize step 1: output perturbation (Gamma-norm noise) at ε/2",
+                   eps_first, 0.0, "BST14 Alg. 3 / Thm 4.1: argmin sensitivity 2L/(nΔ)"),
+            Charge(f"localize step 2: exponential mechanism on C ∩ B(θ₀, r₀) ({self.sampler})",
+                   half, 0.0, "BST14 Alg. 2, Thm 3.1 (oscillation 2L‖C₀‖) / Thm 4.1",
+                   certified=certified))
+
+    def run_batch(
+        self, data: Dataset, problem: Problem, *, epsilon: float, delta: float,
+        rng: np.random.Generator, size: int,
+    ) -> BatchRelease | None:
+        """``size`` releases: step 1 for every row (``OutputPerturbation.run_batch`` at ε/2: one
+        solve, i.i.d. Gamma-norm noises), then step 2 on each row's own C ∩ B(θ₀ᵢ, r₀) (public
+        r₀ and k′, the centre θ₀ᵢ per row) through
+        :func:`~dpbench.numerics.samplers.expmech.sample_expmech_many` with per-row centres: the
+        exact sampler's ``many_at`` (exactly :meth:`run`'s law) or the same RWM/MALA chain per
+        row (start θ₀ᵢ). ``None`` for MCMC on a problem without a compiled kernel."""
+        n, p = data.n, data.p
+        L = float(problem.lipschitz)
+        half = epsilon / 2.0
+        first = self.outpert().run_batch(data, problem, epsilon=half, delta=0.0, rng=rng,
+                                         size=size)
+        theta0 = np.asarray(first.thetas, dtype=float)
+        r0 = self.radius(n, p, L, float(problem.strong_convexity), epsilon)
+        region = localization_region(problem, theta0[0], r0)
+        k = half / (2.0 * L * region.diameter)
+        centers = np.tile(region_balls(region, p)[0], (size, 1, 1))
+        centers[:, -1] = theta0  # the ball B(θ₀, r₀), re-centred row by row
+        out = sample_expmech_many(problem, data, k, region, rng, size, sampler=self.sampler,
+                                  steps=self.steps, step_scale=self.step_scale,
+                                  row_centers=centers)
+        if out is None:
+            return None
+        thetas, sinfo = out
+        return BatchRelease(thetas, self._ledger(first.ledger.epsilon, half,
+                                                 bool(sinfo.get("certified", True))))
 
 
 class LocalizeGaussian(Algorithm):

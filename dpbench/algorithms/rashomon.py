@@ -42,16 +42,16 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from ..core.algorithm import Algorithm, Release
+from ..core.algorithm import Algorithm, BatchRelease, Release
 from ..core.errors import NotApplicable
-from ..core.exact_samplers import exact_sampler, has_exact_sampler
+from ..core.exact_samplers import Draw, draw_many, exact_sampler, has_exact_sampler
 from ..core.params import Param
 from ..core.problem import Dataset, Problem
 from ..core.ratecard import RateCard
 from ..core.sets import ConstraintSet
 from ..core.tags import get_tags
 from ..numerics.samplers.expmech import SAMPLERS
-from ..numerics.samplers.mcmc import run_chain
+from ..numerics.samplers.mcmc import run_chain, run_chains
 from ..privacy.langevin import beta_a4_literal, beta_a4_tight, pure_gibbs_beta
 from ..privacy.ledger import Charge, PrivacyLedger
 from .gibbs import mcmc_theorem_note
@@ -225,26 +225,45 @@ class Rashomon(Algorithm):
                              float(problem.constraint.diameter), float(problem.strong_convexity),
                              float(problem.smoothness), self.psi)
 
+    def _exact(self, problem: Problem, data: Dataset, beta: float) -> Draw:
+        draw = exact_sampler("rashomon", problem, data, beta, self.psi)
+        if draw is None:
+            raise NotApplicable(f"problem {problem.name!r} has no exact Rashomon sampler for "
+                                "this data")
+        return draw
+
     def _draw(self, problem: Problem, data: Dataset, beta: float, threshold: float,
               rng: np.random.Generator) -> tuple[np.ndarray, dict[str, Any]]:
         if self.sampler == "exact":
-            draw = exact_sampler("rashomon", problem, data, beta, self.psi)
-            if draw is None:
-                raise NotApplicable(f"problem {problem.name!r} has no exact Rashomon sampler for "
-                                    "this data")
+            draw = self._exact(problem, data, beta)
             return np.asarray(draw(rng), dtype=float), {"steps": 0, "certified": True}
         view = ThresholdedProblem(problem, threshold)
         theta, info = run_chain(view, data, beta / data.n, problem.constraint, rng,
                                 kind=self.sampler, steps=self.steps)
         return theta, info
 
-    def run(self, data: Dataset, problem: Problem, *, epsilon: float, delta: float,
-            rng: np.random.Generator) -> Release:
+    def _setup(self, problem: Problem, data: Dataset, epsilon: float, delta: float
+               ) -> tuple[Any, float, float]:
+        """(θ*'s optimum, the threshold 𝓛* + ψ, β): A6's public calibration at ε/k (δ/k)."""
         opt = problem.solve(data)
-        threshold = opt.value + self.psi
-        beta = self._beta(problem, data, opt.theta, epsilon, delta)
+        return opt, opt.value + self.psi, self._beta(problem, data, opt.theta, epsilon, delta)
+
+    def _charge(self, epsilon: float, delta: float, certified: bool) -> Charge:
+        """The charge of one of the k draws: (ε/k, δ/k), or (ε/k, 0) in the pure regime."""
         k = self.samples
         eps_k, delta_k = epsilon / k, (delta / k if self.regime == "approx" else 0.0)
+        theorem = ("GTU Thm 2.1 (ε-DP for every ψ, β = εn/(2L‖C‖))" if self.regime == "pure"
+                   else f"GTU Thm 2.7 ({self.calibration}) with Δ_ψ = 2L/n + √(2Mψ) "
+                        "(docs/langevin.md Errata 2, 3)")
+        if not certified:
+            theorem += "; " + mcmc_theorem_note(self.sampler)
+        return Charge(f"Rashomon Gibbs draw (ψ={self.psi:g}, {self.sampler})",
+                      eps_k, delta_k, theorem, certified=certified)
+
+    def run(self, data: Dataset, problem: Problem, *, epsilon: float, delta: float,
+            rng: np.random.Generator) -> Release:
+        opt, threshold, beta = self._setup(problem, data, epsilon, delta)
+        k = self.samples
         m = float(problem.strong_convexity) or 1.0
         draws, flags, radii, charges, steps = [], [], [], [], 0
         for _ in range(k):
@@ -254,13 +273,7 @@ class Rashomon(Algorithm):
             draws.append(theta)
             flags.append(float(problem.risk(theta, data) <= threshold))
             radii.append(float(np.linalg.norm(theta - opt.theta)) / math.sqrt(2 * self.psi / m))
-            theorem = ("GTU Thm 2.1 (ε-DP for every ψ, β = εn/(2L‖C‖))" if self.regime == "pure"
-                       else f"GTU Thm 2.7 ({self.calibration}) with Δ_ψ = 2L/n + √(2Mψ) "
-                            "(docs/langevin.md Errata 2, 3)")
-            if not certified:
-                theorem += "; " + mcmc_theorem_note(self.sampler)
-            charges.append(Charge(f"Rashomon Gibbs draw (ψ={self.psi:g}, {self.sampler})",
-                                  eps_k, delta_k, theorem, certified=certified))
+            charges.append(self._charge(epsilon, delta, certified))
         ledger = PrivacyLedger.from_charges(*charges)
         queries = data.n * (steps + k)
         out = {"beta": beta, "psi": self.psi, "threshold": threshold, "in_rashomon": flags[0],
@@ -271,3 +284,28 @@ class Rashomon(Algorithm):
         return Release(theta=draws[0], ledger=ledger, func_queries=queries,
                        grad_queries=queries if self.sampler == "mala" else 0,
                        iterations=steps, info=out)
+
+    def run_batch(self, data: Dataset, problem: Problem, *, epsilon: float, delta: float,
+                  rng: np.random.Generator, size: int) -> BatchRelease | None:
+        """``size`` releases: :meth:`run` releases its first draw, and the k − 1 later draws
+        (independent, after it) do not change that draw's law, so each row is one draw of
+        π_{β,ψ} at :meth:`run`'s β, with :meth:`run`'s ledger of k charges.
+
+        ``exact``: the exact sampler's vectorised form (exactly :meth:`run`'s law). ``rwm`` /
+        ``mala``: :meth:`run`'s chain per row (same start, steps, step size, accept rule) on the
+        thresholded potential β·max{𝓛, 𝓛* + ψ}, compiled with the problem's kernel
+        (:func:`~dpbench.numerics.samplers.mcmc.run_chains` with the floor n(𝓛* + ψ) on the
+        sum; :meth:`run` runs the numpy chain of :class:`ThresholdedProblem`, the same chain up
+        to floating-point rounding). ``None`` for MCMC on a problem without a compiled kernel."""
+        _, threshold, beta = self._setup(problem, data, epsilon, delta)
+        if self.sampler == "exact":
+            thetas = draw_many(self._exact(problem, data, beta), rng, size)
+        else:
+            out = run_chains(problem, data, beta / data.n, problem.constraint, rng, size,
+                             kind=self.sampler, steps=self.steps, floor=data.n * threshold)
+            if out is None:
+                return None
+            thetas = out[0]
+        certified = self.sampler == "exact"
+        charges = [self._charge(epsilon, delta, certified) for _ in range(self.samples)]
+        return BatchRelease(thetas, PrivacyLedger.from_charges(*charges))

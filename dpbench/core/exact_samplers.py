@@ -31,6 +31,15 @@ then reports the cell not applicable or falls back to MCMC.
 generator feeds them all). :func:`draw_many` uses it when present and loops ``draw`` otherwise;
 the mechanisms' vectorised audit paths (``Algorithm.run_batch``) call it.
 
+**A region per row.** A ``"gibbs"`` draw built for a ``region`` that is an intersection of m balls
+(a :class:`~dpbench.core.sets.Ball` or an :class:`~dpbench.core.sets.Intersection` of balls) may
+also carry ``draw.many_at(rng, centers)``: ``centers`` of shape ``(size, m, p)``, and row i drawn
+exactly from the law the factory would give for the region whose j-th ball (in the order of
+:func:`dpbench.numerics.samplers.mcmc.region_balls`) is re-centred at ``centers[i, j]``, radii
+unchanged. It serves mechanisms whose region is localised around an earlier private release, one
+per row (BST14 Algorithm 4, GTU Algorithm 1). :func:`draw_many_at` returns ``None`` when the draw
+has no such form (the caller then builds each row's sampler).
+
 **Lookup and the override rule.** The factory of the first class of ``type(problem).__mro__``
 registered for the law is used, but only while ``type(problem)`` computes that class's loss
 (:func:`dpbench.core.tags.claims_hold`, the rule of the capability tags): a subclass that
@@ -50,7 +59,7 @@ from .tags import claims_hold
 if TYPE_CHECKING:
     from .problem import Dataset, Problem
 
-__all__ = ["LAWS", "Draw", "draw_many", "exact_sampler", "has_exact_sampler",
+__all__ = ["LAWS", "Draw", "draw_many", "draw_many_at", "exact_sampler", "has_exact_sampler",
            "register_exact_sampler"]
 
 #: A draw function: one exact sample θ (shape (p,)) per call, from the injected generator.
@@ -147,3 +156,19 @@ def draw_many(draw: Draw, rng: np.random.Generator, size: int) -> np.ndarray:
                              f"expected ({size}, p)")
         return out
     return np.stack([np.asarray(draw(rng), dtype=float) for _ in range(int(size))])
+
+
+def draw_many_at(draw: Draw, rng: np.random.Generator, centers: np.ndarray) -> np.ndarray | None:
+    """One sample per row of ``centers`` (size, m, p) on the draw's region re-centred row by row,
+    through ``draw.many_at`` (module docstring, 'A region per row'); ``None`` when the factory
+    attached no such form."""
+    many_at = getattr(draw, "many_at", None)
+    if many_at is None:
+        return None
+    centers = np.asarray(centers, dtype=float)
+    out = np.asarray(many_at(rng, centers), dtype=float)
+    if out.shape != (centers.shape[0], centers.shape[2]):
+        raise ValueError(f"an exact sampler's many_at(rng, centers of shape {centers.shape}) "
+                         f"returned shape {out.shape}; expected ({centers.shape[0]}, "
+                         f"{centers.shape[2]})")
+    return out

@@ -147,7 +147,8 @@ class Hub1D(Problem):
 @register_exact_sampler("gibbs", Hub1D)
 def _hub_1d_gibbs(problem: Hub1D, data: Dataset, k: float, region: ConstraintSet
                   ) -> Callable[[np.random.Generator], np.ndarray] | None:
-    """Exact sampler of exp(−k·Σℓ) on the interval ``region`` (piecewise exponential)."""
+    """Exact sampler of exp(−k·Σℓ) on the interval ``region`` (piecewise exponential), with its
+    vectorised form ``draw.many`` (:meth:`PiecewiseExponential.sample` with a size)."""
     from ..numerics.samplers.piecewise import interval_of, piecewise_from_function
 
     lo, hi = interval_of(region)
@@ -157,4 +158,8 @@ def _hub_1d_gibbs(problem: Hub1D, data: Dataset, k: float, region: ConstraintSet
     def draw(rng: np.random.Generator) -> np.ndarray:
         return np.array([float(law.sample(rng))])
 
+    def many(rng: np.random.Generator, size: int) -> np.ndarray:
+        return law.sample(rng, size)[:, None]
+
+    draw.many = many  # type: ignore[attr-defined]
     return draw

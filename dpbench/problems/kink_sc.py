@@ -163,10 +163,18 @@ def _kink_sc_gibbs(problem: KinkSC, data: Dataset, k: float, region: ConstraintS
 
     The radius law r^{p−1}exp(−a·r − b·r²) with a = kn, b = knΔ/2 is drawn exactly, the
     direction uniformly, and points outside ``region`` are rejected. ``None`` for other data.
+    The vectorised forms (:mod:`dpbench.core.exact_samplers`): ``draw.many`` and, on an
+    intersection of balls, ``draw.many_at`` (the same rejection per row).
     """
     # imported here: the samplers package imports the ExpMech machinery, which problems need
     # only when a sampler is requested
-    from ..numerics.samplers.radial import sample_radial_in_region
+    from ..core.errors import NotApplicable
+    from ..numerics.samplers.mcmc import region_balls
+    from ..numerics.samplers.radial import (
+        sample_radial_in_balls_rows,
+        sample_radial_in_region,
+        sample_radial_in_region_many,
+    )
 
     d0 = problem._single_point(data)
     if d0 is None:
@@ -178,4 +186,17 @@ def _kink_sc_gibbs(problem: KinkSC, data: Dataset, k: float, region: ConstraintS
     def draw(rng: np.random.Generator) -> np.ndarray:
         return sample_radial_in_region(rng, center, a, b, region)
 
+    def many(rng: np.random.Generator, size: int) -> np.ndarray:
+        return sample_radial_in_region_many(rng, center, a, b, region, size)
+
+    draw.many = many  # type: ignore[attr-defined]
+    try:
+        _, radii = region_balls(region, data.p)
+    except NotApplicable:  # not an intersection of balls: no per-row form
+        return draw
+
+    def many_at(rng: np.random.Generator, row_centers: np.ndarray) -> np.ndarray:
+        return sample_radial_in_balls_rows(rng, center, a, b, row_centers, radii)
+
+    draw.many_at = many_at  # type: ignore[attr-defined]
     return draw

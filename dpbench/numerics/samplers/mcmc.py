@@ -20,14 +20,22 @@ A finite chain is only approximately distributed as π: ExpMech run with it is *
 best (ε, (1 + e^ε)·TV)-DP), and callers must mark the ledger uncertified.
 
 The default step count is the public formula :func:`default_steps`. The compiled path (a problem
-with :meth:`~dpbench.core.problem.Problem.kernel`) runs blocks of steps in one ``numba.njit`` loop; the
-numpy fallback runs the same algorithm with the same random stream (p standard normals, then one
-uniform, per step), so both paths give the same chain up to floating-point rounding.
+with :meth:`~dpbench.core.problem.Problem.kernel`) runs blocks of steps in one ``numba.njit`` loop,
+compiled once per kernel with its loss and gradient inlined; the numpy fallback runs the same
+algorithm with the same random stream (p standard normals, then one uniform, per step), so both
+paths give the same chain up to floating-point rounding.
+
+Many chains at once (:func:`run_chains`, the mechanisms' vectorised audit paths): the same chain
+for every row, run one after the other in the compiled loop from one generator, on one region or
+on a region per row (the same balls re-centred at each row's earlier private release,
+:func:`relocated_region`); on the compiled path only. The potential may carry a floor,
+U = k·max{Σᵢ ℓ, floor}, the thresholded loss of the Rashomon law (GTU A0.2).
 """
 
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -37,10 +45,11 @@ from ...core.errors import NotApplicable
 from ...core.problem import Dataset, Problem
 from ...core.sets import Ball, BallAt, ConstraintSet, Intersection
 from ...core.time_limit import checkpoint
-from ..kernels import kernel_arrays, sum_grad, sum_loss
+from ..jit import specialise
+from ..kernels import LossKernel, kernel_arrays
 
 __all__ = ["KINDS", "BASE_STEP", "STEPS_PER_UNIT", "MIN_STEPS", "region_balls", "default_step",
-           "default_steps", "run_chain"]
+           "default_steps", "run_chain", "run_chains", "relocated_region", "chain_starts"]
 
 KINDS = ("rwm", "mala")
 #: h·k·n·L at step_scale = 1 (docs/bst14.md, "Derived constants": 0.5 for RWM, 0.3 for MALA).
@@ -105,13 +114,43 @@ def _inside(theta, centers, radii):  # type: ignore[no-untyped-def]
     return True
 
 
-# Not cached: it takes the kernel's dispatchers as arguments, which numba cannot key
-# stably on disk (one new index entry per process, and a racy index under concurrent workers:
-# "ReferenceError: underlying object has vanished").
-@njit(cache=False)
-def _chain_block(loss, grad, X, y, prm, k, theta, u, g, centers, radii, h, steps, mala,  # type: ignore[no-untyped-def]
-                 rng, prop, gprop, work):
-    """``steps`` Metropolis steps from (θ, U(θ), ∇U(θ)) in place; returns (U(θ), accepted)."""
+# The loops below are templates: plain functions calling the globals ``_kernel_loss`` and
+# ``_kernel_grad``, compiled once per kernel by :func:`_compiled_chain` with those names bound
+# to the kernel's functions (inlined: no call per row and step) and cached on disk
+# (:func:`dpbench.numerics.jit.specialise`, as NoisySGD's loops). A kernel passed as an argument
+# would cost a call per use and defeat the on-disk cache (numba keys it by the dispatcher).
+_kernel_loss: Any = None  # bound per kernel by _compiled_chain
+_kernel_grad: Any = None
+_potential: Any = None  # bound to the specialised _potential_template
+_chain_block: Any = None  # bound to the specialised _chain_block_template
+
+
+def _potential_template(X, y, prm, k, theta, g, work, mala, floor):  # type: ignore[no-untyped-def]
+    """U(θ) = k·max{Σᵢ ℓ(θ; dᵢ), floor}; with ``mala``, ∇U(θ) written into ``g`` (0 where the
+    floor binds). ``floor`` = −∞ is the plain potential; a finite one is the thresholded loss
+    max{𝓛, 𝓛* + ψ} of the Rashomon law on the sum scale (GTU A0.2). The sums run over the rows
+    in order, as :func:`dpbench.numerics.kernels.sum_loss` and ``sum_grad`` do."""
+    p = theta.shape[0]
+    s = 0.0
+    for i in range(X.shape[0]):
+        s += _kernel_loss(theta, X, y, prm, i)
+    if mala:
+        for j in range(p):
+            g[j] = 0.0
+        if s > floor:
+            for i in range(X.shape[0]):
+                _kernel_grad(theta, X, y, prm, i, work)
+                for j in range(p):
+                    g[j] += work[j]
+            for j in range(p):
+                g[j] *= k
+    return k * max(s, floor)
+
+
+def _chain_block_template(X, y, prm, k, theta, u, g, centers, radii, h, steps, mala,  # type: ignore[no-untyped-def]
+                          rng, prop, gprop, work, floor):
+    """``steps`` Metropolis steps from (θ, U(θ), ∇U(θ)) in place; returns (U(θ), accepted).
+    U is :func:`_potential_template`'s."""
     p = theta.shape[0]
     half = 0.5 * h * h
     accepted = 0
@@ -123,14 +162,12 @@ def _chain_block(loss, grad, X, y, prm, k, theta, u, g, centers, radii, h, steps
         v = rng.random()
         if not _inside(prop, centers, radii):
             continue
-        u_new = k * sum_loss(loss, prop, X, y, prm)
+        u_new = _potential(X, y, prm, k, prop, gprop, work, mala, floor)
         log_ratio = u - u_new
         if mala:
-            sum_grad(grad, prop, X, y, prm, gprop, work)
             back = 0.0
             fwd = 0.0
             for j in range(p):
-                gprop[j] *= k
                 d1 = theta[j] - prop[j] + half * gprop[j]
                 d2 = prop[j] - theta[j] + half * g[j]
                 back += d1 * d1
@@ -146,6 +183,57 @@ def _chain_block(loss, grad, X, y, prm, k, theta, u, g, centers, radii, h, steps
     return u, accepted
 
 
+def _chains_start_template(X, y, prm, k, thetas, us, gs, work, mala, floor):  # type: ignore[no-untyped-def]
+    """U and (with ``mala``) ∇U at every chain's start (rows of ``thetas``), into ``us``, ``gs``."""
+    for r in range(thetas.shape[0]):
+        us[r] = _potential(X, y, prm, k, thetas[r], gs[r], work, mala, floor)
+
+
+def _chains_block_template(X, y, prm, k, thetas, us, gs, centers, radii, h, steps,  # type: ignore[no-untyped-def]
+                           mala, rng, prop, gprop, work, floor, accepted):
+    """:func:`_chain_block_template` for every chain in turn: row r of ``thetas``, ``us``,
+    ``gs`` its state, ``centers[r]`` its region's ball centres (radii shared), ``accepted[r]``
+    its count of accepted proposals."""
+    for r in range(thetas.shape[0]):
+        u, acc = _chain_block(X, y, prm, k, thetas[r], us[r], gs[r], centers[r], radii, h,
+                              steps, mala, rng, prop, gprop, work, floor)
+        us[r] = u
+        accepted[r] += acc
+
+
+@dataclass(frozen=True)
+class _Chain:
+    """The compiled chain functions of one kernel (:func:`_compiled_chain`)."""
+
+    potential: Any
+    block: Any
+    chains_start: Any
+    chains_block: Any
+
+
+_CHAINS: dict[tuple[Any, Any], _Chain] = {}
+
+
+def _compiled_chain(kern: LossKernel) -> _Chain:
+    """The templates above compiled for ``kern`` (once per process and kernel; cached on disk
+    when the kernel's functions are module-level, :func:`dpbench.numerics.jit.specialise`)."""
+    # NoisySGD's rule for inlining a kernel function (imported here: algorithms import this
+    # module at import time)
+    from ...algorithms.noisy_sgd import inlinable
+
+    key = (kern.loss, kern.grad)
+    chain = _CHAINS.get(key)
+    if chain is None:
+        potential = specialise(_potential_template, {"_kernel_loss": inlinable(kern.loss),
+                                                     "_kernel_grad": inlinable(kern.grad)})
+        block = specialise(_chain_block_template, {"_potential": potential})
+        chain = _Chain(potential, block,
+                       specialise(_chains_start_template, {"_potential": potential}),
+                       specialise(_chains_block_template, {"_chain_block": block}))
+        _CHAINS[key] = chain
+    return chain
+
+
 def _inside_np(theta: np.ndarray, centers: np.ndarray, radii: np.ndarray) -> bool:
     d = theta[None, :] - centers
     return bool(np.all(np.einsum("ij,ij->i", d, d) <= radii * radii))
@@ -154,7 +242,8 @@ def _inside_np(theta: np.ndarray, centers: np.ndarray, radii: np.ndarray) -> boo
 def _chain_numpy(problem: Problem, data: Dataset, k: float, theta: np.ndarray, centers: np.ndarray,
                  radii: np.ndarray, h: float, steps: int, mala: bool,
                  rng: np.random.Generator) -> int:
-    """The numpy fallback of :func:`_chain_block`: same algorithm, same random stream."""
+    """The numpy fallback of :func:`_chain_block_template`: same algorithm, same random
+    stream."""
     p = theta.shape[0]
     half = 0.5 * h * h
     u = k * float(problem.loss(theta, data).sum())
@@ -185,14 +274,12 @@ def _chain_numpy(problem: Problem, data: Dataset, k: float, theta: np.ndarray, c
     return accepted
 
 
-def run_chain(problem: Problem, data: Dataset, k: float, region: ConstraintSet,
-              rng: np.random.Generator, *, kind: str = "rwm", steps: int | None = None,
-              step_scale: float | None = None, compiled: bool = True) -> tuple[np.ndarray, dict[str, Any]]:
-    """Run one RWM/MALA chain for π ∝ exp(−k·Σℓ) on ``region``; return (θ, info).
-
-    ``steps`` defaults to :func:`default_steps` and ``step_scale`` (a multiplier of the public
-    :func:`default_step`) to 1. ``compiled=False`` forces the numpy fallback (benchmarks).
-    """
+def _chain_setup(problem: Problem, data: Dataset, k: float, region: ConstraintSet, kind: str,
+                 steps: int | None, step_scale: float | None
+                 ) -> tuple[int, float, np.ndarray, np.ndarray]:
+    """(steps, h, centres, radii) of a chain on ``region``: the public defaults
+    :func:`default_steps` and :func:`default_step` (``step_scale`` None = 1), and the region's
+    balls (:func:`region_balls`)."""
     if kind not in KINDS:
         raise ValueError(f"unknown MCMC kind {kind!r}; expected one of {KINDS}")
     n, p = data.n, data.p
@@ -203,34 +290,141 @@ def run_chain(problem: Problem, data: Dataset, k: float, region: ConstraintSet,
     if n_steps < 0:
         raise ValueError(f"steps must be >= 0, got {n_steps}")
     h = default_step(kind, k, n, L, diameter, p, 1.0 if step_scale is None else float(step_scale))
+    return n_steps, h, centers, radii
+
+
+def _chain_info(kind: str, n_steps: int, h: float, accepted: float,
+                compiled: bool) -> dict[str, Any]:
+    return {"sampler": kind, "steps": n_steps, "step_size": h,
+            "acceptance": accepted / n_steps if n_steps else math.nan,
+            "compiled": compiled, "certified": False,
+            "start": "region.center(p) (data-independent)"}
+
+
+_CENTRE_OUTSIDE = "MCMC sampler: the region's centre is not inside the region"
+
+
+def run_chain(problem: Problem, data: Dataset, k: float, region: ConstraintSet,
+              rng: np.random.Generator, *, kind: str = "rwm", steps: int | None = None,
+              step_scale: float | None = None, compiled: bool = True) -> tuple[np.ndarray, dict[str, Any]]:
+    """Run one RWM/MALA chain for π ∝ exp(−k·Σℓ) on ``region``; return (θ, info).
+
+    ``steps`` defaults to :func:`default_steps` and ``step_scale`` (a multiplier of the public
+    :func:`default_step`) to 1. ``compiled=False`` forces the numpy fallback (benchmarks).
+    """
+    n_steps, h, centers, radii = _chain_setup(problem, data, k, region, kind, steps, step_scale)
+    n, p = data.n, data.p
     theta = np.array(region.center(p), dtype=float)
     if not _inside_np(theta, centers, radii):
-        raise ValueError("MCMC sampler: the region's centre is not inside the region")
+        raise ValueError(_CENTRE_OUTSIDE)
     mala = kind == "mala"
     kern = problem.kernel() if compiled else None
     if kern is None:
         accepted = _chain_numpy(problem, data, k, theta, centers, radii, h, n_steps, mala, rng)
     else:
+        chain = _compiled_chain(kern)
         X, y = kernel_arrays(data)
         prm = np.ascontiguousarray(kern.prm, dtype=np.float64)
-        u = k * sum_loss(kern.loss, theta, X, y, prm)
         g = np.zeros(p)
         prop, gprop, work = np.zeros(p), np.zeros(p), np.zeros(p)
-        if mala:
-            sum_grad(kern.grad, theta, X, y, prm, g, work)
-            g *= k
+        u = chain.potential(X, y, prm, float(k), theta, g, work, mala, -math.inf)
         block = max(1, BLOCK_WORK // max(1, n * p))
         accepted = 0
         done = 0
         while done < n_steps:
             checkpoint()
             m = min(block, n_steps - done)
-            u, acc = _chain_block(kern.loss, kern.grad, X, y, prm, float(k), theta, u, g,
-                                  centers, radii, float(h), m, mala, rng, prop, gprop, work)
+            u, acc = chain.block(X, y, prm, float(k), theta, u, g, centers, radii, float(h), m,
+                                 mala, rng, prop, gprop, work, -math.inf)
             accepted += acc
             done += m
-    info = {"sampler": kind, "steps": n_steps, "step_size": h,
-            "acceptance": accepted / n_steps if n_steps else math.nan,
-            "compiled": kern is not None, "certified": False,
-            "start": "region.center(p) (data-independent)"}
-    return theta, info
+    return theta, _chain_info(kind, n_steps, h, accepted, kern is not None)
+
+
+def relocated_region(region: ConstraintSet, centers: np.ndarray) -> ConstraintSet:
+    """``region`` (a ball or an intersection of balls) with its j-th ball centred at
+    ``centers[j]`` (order of :func:`region_balls`), radii unchanged; a ``Ball`` that stays at
+    the origin is kept as it is (so that ``region == problem.constraint`` tests still hold)."""
+    centers = np.asarray(centers, dtype=float)
+    if isinstance(region, Intersection):
+        return Intersection(*(relocated_region(s, c[None, :])
+                              for s, c in zip(region.sets, centers, strict=True)),
+                            tol=region.tol, max_iter=region.max_iter)
+    if isinstance(region, Ball):
+        return region if not np.any(centers[0]) else BallAt(centers[0], region.radius)
+    if isinstance(region, BallAt):
+        return BallAt(centers[0], region.radius)
+    raise NotApplicable(f"region {type(region).__name__} is not a ball or an intersection of "
+                        "balls")
+
+
+def chain_starts(region: ConstraintSet, row_centers: np.ndarray) -> np.ndarray:
+    """Each row's ``region.center(p)`` when row i's region is ``region`` re-centred at
+    ``row_centers[i]`` (size, m, p) (:func:`relocated_region`): the last ball's centre where it
+    lies in every ball (``Intersection.center``'s own test, vectorised), else the row's
+    ``Intersection.center`` itself (the projection of that centre)."""
+    row_centers = np.asarray(row_centers, dtype=float)
+    starts = row_centers[:, -1, :].copy()
+    if not isinstance(region, Intersection):
+        return starts
+    inside = np.ones(starts.shape[0], dtype=bool)
+    for j, s in enumerate(region.sets):
+        inside &= Ball(float(s.radius)).contains(starts - row_centers[:, j, :], 0.0)  # type: ignore[attr-defined]
+    for i in np.flatnonzero(~inside):
+        starts[i] = relocated_region(region, row_centers[i]).center(starts.shape[1])
+    return starts
+
+
+def run_chains(problem: Problem, data: Dataset, k: float, region: ConstraintSet,
+               rng: np.random.Generator, size: int, *, kind: str = "rwm",
+               steps: int | None = None, step_scale: float | None = None,
+               row_centers: np.ndarray | None = None, floor: float = -math.inf
+               ) -> tuple[np.ndarray, dict[str, Any]] | None:
+    """``size`` independent chains of :func:`run_chain` (rows of a (size, p) array) in a
+    compiled loop (:func:`_chains_block_template`: chain after chain, ``checkpoint()`` between
+    calls).
+
+    Every chain is :func:`run_chain`'s on its region: the same public steps and step size (from
+    ``region``, whose diameter bounds every row's), the same start ``region.center(p)``, the
+    same proposals and accept rule. With ``row_centers`` (size, m, p), chain i runs on
+    ``region`` re-centred at ``row_centers[i]`` (:func:`relocated_region`; its start from
+    :func:`chain_starts`). ``floor`` is the sum-scale floor of :func:`_potential` (−∞: the
+    exponential-mechanism potential). Returns ``None`` when the problem has no compiled kernel
+    (the numpy chain cannot run rows together). ``info["acceptance"]`` is the mean over chains.
+    """
+    n_steps, h, centers, radii = _chain_setup(problem, data, k, region, kind, steps, step_scale)
+    kern = problem.kernel()
+    if kern is None:
+        return None
+    n, p = data.n, data.p
+    size = int(size)
+    if row_centers is None:
+        thetas = np.tile(np.asarray(region.center(p), dtype=float), (size, 1))
+        row_centers = np.tile(centers, (size, 1, 1))
+    else:
+        row_centers = np.ascontiguousarray(row_centers, dtype=float)
+        if row_centers.shape != (size, *centers.shape):
+            raise ValueError(f"run_chains: row centres of shape {row_centers.shape}, expected "
+                             f"({size}, {centers.shape[0]}, {p})")
+        thetas = np.ascontiguousarray(chain_starts(region, row_centers))
+    for i in range(size):
+        if not _inside_np(thetas[i], row_centers[i], radii):
+            raise ValueError(_CENTRE_OUTSIDE)
+    mala = kind == "mala"
+    chain = _compiled_chain(kern)
+    X, y = kernel_arrays(data)
+    prm = np.ascontiguousarray(kern.prm, dtype=np.float64)
+    us, gs = np.zeros(size), np.zeros((size, p))
+    prop, gprop, work = np.zeros(p), np.zeros(p), np.zeros(p)
+    accepted = np.zeros(size, dtype=np.int64)
+    chain.chains_start(X, y, prm, float(k), thetas, us, gs, work, mala, float(floor))
+    block = max(1, BLOCK_WORK // max(1, n * p))
+    per_call = max(1, block // max(1, n_steps))  # whole chains per call, or one chain in pieces
+    for r0 in range(0, size, per_call):
+        rows = slice(r0, min(size, r0 + per_call))
+        for done in range(0, n_steps, block):
+            checkpoint()
+            chain.chains_block(X, y, prm, float(k), thetas[rows], us[rows], gs[rows],
+                               row_centers[rows], radii, float(h), min(block, n_steps - done),
+                               mala, rng, prop, gprop, work, float(floor), accepted[rows])
+    return thetas, _chain_info(kind, n_steps, h, float(accepted.mean()), True)

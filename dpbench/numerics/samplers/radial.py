@@ -17,7 +17,10 @@ is used instead (mean acceptance above 0.4 when a² < 2b; the Gamma branch's is 
 otherwise).
 
 :func:`sample_radial_in_region` adds a uniform direction and rejects points outside a region (C, or
-a localised C ∩ B(θ₀, r₀) of BST14 Algorithm 4), with a bounded number of tries.
+a localised C ∩ B(θ₀, r₀) of BST14 Algorithm 4), with a bounded number of tries;
+:func:`sample_radial_in_region_many` and :func:`sample_radial_in_balls_rows` draw many samples at
+once by the same rejection (one region for all rows, or a region per row:
+:mod:`dpbench.numerics.samplers.rejection`).
 """
 
 from __future__ import annotations
@@ -28,8 +31,11 @@ import numpy as np
 from scipy import integrate
 
 from ...core.sets import ConstraintSet
+from .ball import inside_rows
+from .rejection import fill_accepted, first_accepted_rows
 
-__all__ = ["radius_mode", "sample_radius", "radius_cdf", "sample_radial_in_region"]
+__all__ = ["radius_mode", "sample_radius", "radius_cdf", "sample_radial_in_region",
+           "sample_radial_in_region_many", "sample_radial_in_balls_rows"]
 
 _BATCH = 256
 
@@ -108,14 +114,10 @@ def sample_radial_in_region(rng: np.random.Generator, center: np.ndarray, a: flo
     when the region carries a negligible share of the mass (e.g. it lies far from the centre).
     """
     center = np.asarray(center, dtype=float)
-    p = center.size
     tried = 0
     while tried < max_tries:
         m = min(_BATCH, max_tries - tried)
-        r = sample_radius(rng, p, a, b, m)
-        g = rng.standard_normal((m, p))
-        g /= np.maximum(np.linalg.norm(g, axis=1, keepdims=True), np.finfo(float).tiny)
-        points = center + r[:, None] * g
+        points = _radial_points(rng, center, a, b, (m,))
         inside = np.atleast_1d(region.contains(points, tol=0.0))
         if inside.any():
             return points[int(np.argmax(inside))].copy()
@@ -124,3 +126,51 @@ def sample_radial_in_region(rng: np.random.Generator, center: np.ndarray, a: flo
         f"sample_radial_in_region: no proposal fell in the region in {max_tries} tries (radial "
         f"law a={a}, b={b} around a centre at distance {np.linalg.norm(center):.3g} from 0); the "
         "region carries too little of the mass for rejection sampling")
+
+
+def _radial_points(rng: np.random.Generator, center: np.ndarray, a: float, b: float,
+                   shape: tuple[int, ...]) -> np.ndarray:
+    """Points c + r·u of shape (*shape, p): all the radii (:func:`sample_radius`), then the
+    normals of the uniform directions u."""
+    p = center.size
+    count = int(np.prod(shape))
+    r = sample_radius(rng, p, a, b, count).reshape(shape)
+    g = rng.standard_normal((*shape, p))
+    g /= np.maximum(np.linalg.norm(g, axis=-1, keepdims=True), np.finfo(float).tiny)
+    return center + r[..., None] * g
+
+
+def sample_radial_in_region_many(rng: np.random.Generator, center: np.ndarray, a: float,
+                                 b: float, region: ConstraintSet, size: int,
+                                 max_tries: int = 100_000) -> np.ndarray:
+    """``size`` independent draws of :func:`sample_radial_in_region` (rows of a (size, p)
+    array): the accepted proposals in order
+    (:func:`~dpbench.numerics.samplers.rejection.fill_accepted`; ``RuntimeError`` after
+    ``max_tries`` proposals in a row outside the region)."""
+    center = np.asarray(center, dtype=float)
+
+    def propose(rng: np.random.Generator, count: int) -> tuple[np.ndarray, np.ndarray]:
+        points = _radial_points(rng, center, a, b, (count,))
+        return points, np.atleast_1d(region.contains(points, tol=0.0))
+
+    return fill_accepted(propose, rng, size, max_proposals=max_tries,
+                         what="sample_radial_in_region_many")
+
+
+def sample_radial_in_balls_rows(rng: np.random.Generator, center: np.ndarray, a: float, b: float,
+                                row_centers: np.ndarray, radii: np.ndarray,
+                                max_tries: int = 100_000) -> np.ndarray:
+    """One draw of :func:`sample_radial_in_region` per row of ``row_centers`` (R, m, p), row i
+    restricted to ∩ⱼ B(row_centers[i, j], radiiⱼ) (a localised region per row;
+    :func:`~dpbench.numerics.samplers.rejection.first_accepted_rows`)."""
+    center = np.asarray(center, dtype=float)
+    row_centers = np.asarray(row_centers, dtype=float)
+    radii = np.asarray(radii, dtype=float)
+
+    def propose(rng: np.random.Generator, rows: np.ndarray,
+                t: int) -> tuple[np.ndarray, np.ndarray]:
+        points = _radial_points(rng, center, a, b, (rows.size, t))
+        return points, inside_rows(points, row_centers[rows], radii)
+
+    return first_accepted_rows(propose, rng, row_centers.shape[0], center.size,
+                               max_proposals=max_tries, what="sample_radial_in_balls_rows")

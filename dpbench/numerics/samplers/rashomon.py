@@ -15,7 +15,9 @@ values it was validated against):
 * inside, r = √(2ψ)·U^{1/p} (uniform in the ball: the density is constant on G);
 * outside, r = √(2G/β) with G ~ Gamma(p/2) truncated to [βψ, ∞) (inverse CDF, ``gammainccinv``).
 
-A constraint C is handled by rejection (exact: the target is the restriction to C). The hit rate
+A constraint C is handled by rejection (exact: the target is the restriction to C); the sampler's
+``draw.many(rng, size)`` draws many samples at once by the same rejection
+(:mod:`dpbench.numerics.samplers.rejection`). The hit rate
 Pr[θ ∈ G] and the uniformity inside G ((r/√(2ψ))^p ~ U[0, 1] given θ ∈ G) are measured by
 :func:`rashomon_diagnostics` (A6; experiment E10), against the [derived] Markov bound 1 − 2p/√(βψ)
 of Theorem B.6.
@@ -35,7 +37,8 @@ import numpy as np
 from scipy import stats
 from scipy.special import gammainc, gammaincc, gammainccinv, gammaln
 
-from ...core.sets import ConstraintSet
+from ...core.sets import Ball, BallAt, ConstraintSet
+from .rejection import fill_accepted
 
 __all__ = ["rashomon_log_weights", "inside_weight", "expected_excess", "sample_rashomon_radius",
            "rashomon_radial_sampler", "RashomonDiagnostics", "rashomon_diagnostics",
@@ -113,18 +116,39 @@ def rashomon_radial_sampler(center: np.ndarray, beta: float, psi: float,
     Valid as the Rashomon Gibbs law π_{β,ψ} when 𝓛 − 𝓛* = (m/2)‖θ − c‖² on C, i.e. the
     unconstrained minimiser c lies in C (F1 in docs/langevin.md). Raises ``RuntimeError`` after
     :data:`MAX_PROPOSALS` rejected proposals (a region of negligible mass).
+
+    ``draw.many(rng, size)`` returns ``size`` independent draws by the better of two exact
+    rejection schemes (only the running time differs): the single draw's (propose the
+    unconstrained law, accept inside ``region``; acceptance Z_region/Z) or, when ``region`` is a
+    ball B, uniform proposals on B accepted with probability exp(−β(max{(m/2)‖θ − c‖², ψ} − ψ))
+    ≤ 1 (acceptance Z_region/(vol(B)·e^{−βψ})). The ratio of the two does not depend on
+    Z_region, so the larger one is picked exactly: the uniform scheme wins when the law is much
+    wider than B (small β: with radial proposals almost every one would fall outside C).
     """
     center = np.asarray(center, dtype=float)
     p = center.shape[0]
     _check(p, beta, psi)
+    use_uniform = False
+    if isinstance(region, (Ball, BallAt)):
+        log_in, log_out = rashomon_log_weights(p, beta, psi)
+        # Z = |S^{p−1}|·(w_in + w_out)·m^{−p/2}, |S^{p−1}| = 2π^{p/2}/Γ(p/2)
+        log_z = (math.log(2.0) + 0.5 * p * math.log(math.pi) - float(gammaln(0.5 * p))
+                 + float(np.logaddexp(log_in, log_out)) - 0.5 * p * math.log(m))
+        log_ball = (0.5 * p * math.log(math.pi) + p * math.log(region.radius)
+                    - float(gammaln(0.5 * p + 1.0)))
+        use_uniform = log_ball - beta * psi < log_z
+
+    def proposals(rng: np.random.Generator, count: int) -> np.ndarray:
+        """``count`` draws of the unconstrained law: the radii, then the directions' normals."""
+        r = sample_rashomon_radius(rng, p, beta, psi, count, m)
+        g = rng.standard_normal((count, p))
+        g /= np.maximum(np.linalg.norm(g, axis=1, keepdims=True), np.finfo(float).tiny)
+        return center + r[:, None] * g
 
     def draw(rng: np.random.Generator) -> np.ndarray:
         batch, proposed = 1, 0
         while proposed < MAX_PROPOSALS:  # batches 1, 4, 16, ..., 256: cheap when C barely cuts
-            r = sample_rashomon_radius(rng, p, beta, psi, batch, m)
-            g = rng.standard_normal((batch, p))
-            g /= np.maximum(np.linalg.norm(g, axis=1, keepdims=True), np.finfo(float).tiny)
-            pts = center + r[:, None] * g
+            pts = proposals(rng, batch)
             if region is None:
                 return pts[0].copy()
             ok = np.flatnonzero(np.asarray(region.contains(pts), dtype=bool))
@@ -134,7 +158,30 @@ def rashomon_radial_sampler(center: np.ndarray, beta: float, psi: float,
             batch = min(4 * batch, _BATCH)
         raise RuntimeError(f"rashomon_radial_sampler: no acceptance in {MAX_PROPOSALS} proposals")
 
+    def uniform_proposals(rng: np.random.Generator, count: int) -> tuple[np.ndarray, np.ndarray]:
+        """Uniform points of the ball ``region`` and their density test."""
+        g = rng.standard_normal((count, p))
+        g /= np.maximum(np.linalg.norm(g, axis=1, keepdims=True), np.finfo(float).tiny)
+        pts = region.center(p) + region.radius * g * rng.random((count, 1)) ** (1.0 / p)  # type: ignore[union-attr]
+        d = pts - center
+        excess = np.maximum(0.5 * m * np.einsum("ij,ij->i", d, d) - psi, 0.0)
+        return pts, rng.random(count) < np.exp(-beta * excess)
+
+    def many(rng: np.random.Generator, size: int) -> np.ndarray:
+        def propose(rng: np.random.Generator, count: int) -> tuple[np.ndarray, np.ndarray]:
+            if use_uniform:
+                pts, keep = uniform_proposals(rng, count)
+            else:
+                pts, keep = proposals(rng, count), np.ones(count, dtype=bool)
+            if region is None:
+                return pts, keep
+            return pts, keep & np.asarray(region.contains(pts), dtype=bool)
+
+        return fill_accepted(propose, rng, size, max_proposals=MAX_PROPOSALS,
+                             what="rashomon_radial_sampler")
+
     draw.proposal = "radial mixture + rejection"  # type: ignore[attr-defined]
+    draw.many = many  # type: ignore[attr-defined]
     return draw
 
 
