@@ -30,6 +30,8 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.special import ndtri
 
+from .joint import predicted_joint_epsilon
+
 
 __all__ = ["EVENT_KINDS", "Event", "count_events", "predicted_bounds", "select_events"]
 
@@ -96,7 +98,8 @@ def predicted_bounds(k_num: np.ndarray, k_den: np.ndarray, n_select: int, n_conf
     """(ε bound, μ bound) the confirmation would give for events with selection counts
     ``k_num``/``k_den`` out of ``n_select`` per side: the counts made pessimistic by one
     standard deviation (k − √k on the numerator, k + √k + 1 on the denominator), scaled to
-    ``n_confirm`` runs, into the Clopper–Pearson bounds at ``alpha_each`` per side."""
+    ``n_confirm`` runs, into the Clopper–Pearson bounds at ``alpha_each`` per side and, for ε,
+    the joint test's normal approximation at twice that (:mod:`dpbench.audit.joint`)."""
     k_num = np.asarray(k_num, dtype=float)
     k_den = np.asarray(k_den, dtype=float)
     f = n_confirm / max(n_select, 1)
@@ -106,6 +109,9 @@ def predicted_bounds(k_num: np.ndarray, k_den: np.ndarray, n_select: int, n_conf
     with np.errstate(divide="ignore", invalid="ignore"):
         eps = np.where(tpr > delta, np.log((tpr - delta) / fpr), -np.inf)
         mu = ndtri(1.0 - fpr) - ndtri(1.0 - tpr)
+    eps = np.maximum(eps, predicted_joint_epsilon(np.floor(num) / n_confirm,
+                                                  np.ceil(den) / n_confirm, n_confirm, delta,
+                                                  2 * alpha_each))
     return eps, np.where(np.isfinite(mu), mu, -np.inf)
 
 

@@ -16,12 +16,17 @@ The claimed privacy PROFILE δ(ε) (:mod:`dpbench.privacy.profile`: a PLD or RDP
 or the single point) is refuted by an event with TPR_lo > minᵢ (e^εᵢ·FPR_hi + δᵢ)
 (:func:`profile_excess`).
 
+The ε bound of an event is the larger of that Clopper–Pearson rectangle and the **joint test**
+of its inequality (:mod:`dpbench.audit.joint`: one statistic K₁ − e^ε·K₀ of both sides' counts,
+about half the runs for the same bound on a Gaussian pair's tail events).
+
 **Levels.** An audit point confirms E events, fixed before its confirmation runs
-(:mod:`dpbench.audit.events`). Every one of their 2E one-sided Clopper–Pearson intervals is taken
-at α/(2E) (:func:`event_alpha`), so with probability ≥ 1 − α all of them hold at once, and every
-function of them — the ε bound, the μ bound and the profile test of every event — holds
-simultaneously: a correct mechanism is flagged with probability ≤ α at the point, and ≤ the
-run's α over all points (Bonferroni, :func:`per_audit_alpha`).
+(:mod:`dpbench.audit.events`). Each event gets α/E: half for its joint test (α/(2E)), half for
+its two one-sided Clopper–Pearson intervals (α/(4E) each, :func:`event_alpha`). With
+probability ≥ 1 − α all of them hold at once, and every function of them — the ε bounds, the μ
+bound and the profile test of every event — holds simultaneously: a correct mechanism is
+flagged with probability ≤ α at the point, and ≤ the run's α over all points (Bonferroni,
+:func:`per_audit_alpha`).
 
 **Resolution** (:func:`resolution`): what a clean result proves depends on the budget. For the
 confirmation runs and level a point had, it is the smallest true ε (at the claimed δ) of a
@@ -43,7 +48,7 @@ from ..privacy.gaussian import gdp_epsilon
 from ..privacy.profile import PROFILE_EPSILONS
 
 __all__ = ["AuditBound", "EventBound", "audit_bound", "bounds_from_counts", "cp_lower", "cp_upper", "epsilon_lower_bounds",
-           "event_alpha", "gdp_mu_lower_bounds", "per_audit_alpha", "profile_excess",
+           "event_alpha", "gdp_mu_lower_bounds", "joint_epsilon_lower_bounds", "per_audit_alpha", "profile_excess",
            "resolution"]
 
 _RTOL = 1e-9
@@ -128,10 +133,21 @@ def per_audit_alpha(alpha_total: float, n_audits: int) -> float:
 
 
 def event_alpha(alpha_point: float, n_events: int) -> float:
-    """The level of each one-sided interval when a point confirms ``n_events`` events at
-    ``alpha_point``: α/(2E) (module docstring, 'Levels')."""
+    """The level of each one-sided Clopper–Pearson interval when a point confirms ``n_events``
+    events at ``alpha_point``: α/(4E); each event's joint test gets twice that, α/(2E) (module
+    docstring, 'Levels')."""
     _check_alpha(alpha_point, "alpha_point")
-    return float(alpha_point) / (2.0 * max(int(n_events), 1))
+    return float(alpha_point) / (4.0 * max(int(n_events), 1))
+
+
+def joint_epsilon_lower_bounds(k_num: np.ndarray, k_den: np.ndarray, n: int, delta: float,
+                               alpha_each: float) -> np.ndarray:
+    """The joint test's ε bound per event (:func:`dpbench.audit.joint.joint_epsilon_lb`) at
+    twice ``alpha_each`` (the level :func:`event_alpha` leaves for it)."""
+    from .joint import joint_epsilon_lb
+
+    return np.array([joint_epsilon_lb(int(a), int(b), int(n), float(delta), 2.0 * alpha_each)
+                     for a, b in zip(np.reshape(k_num, -1), np.reshape(k_den, -1))], dtype=float)
 
 
 @dataclass(frozen=True)
@@ -157,7 +173,9 @@ def bounds_from_counts(k_num: np.ndarray, k_den: np.ndarray, n: int, *, delta: f
     k_den = np.asarray(k_den, dtype=float).reshape(-1)
     if n <= 0:
         return [EventBound(int(a), int(b), 0, 0.0, 0.0, -math.inf) for a, b in zip(k_num, k_den)]
-    eps = np.maximum(epsilon_lower_bounds(k_num, k_den, n, delta, alpha_each), 0.0)
+    eps = np.maximum(np.maximum(epsilon_lower_bounds(k_num, k_den, n, delta, alpha_each),
+                                joint_epsilon_lower_bounds(k_num, k_den, n, delta, alpha_each)),
+                     0.0)
     mu = np.maximum(gdp_mu_lower_bounds(k_num, k_den, n, alpha_each), 0.0)
     excess = (profile_excess(k_num, k_den, n, profile_delta, alpha_each)
               if profile_delta is not None else np.full(k_num.shape, -np.inf))
@@ -168,9 +186,12 @@ def bounds_from_counts(k_num: np.ndarray, k_den: np.ndarray, n: int, *, delta: f
 def _best_expected(tpr: np.ndarray, fpr: np.ndarray, runs: int, delta: float,
                    alpha_each: float) -> tuple[float, float]:
     """(ε bound, μ bound) at the expected counts runs·tpr, runs·fpr, maximised over events."""
+    from .joint import predicted_joint_epsilon
+
     k1 = np.floor(runs * np.asarray(tpr))
     k0 = np.ceil(runs * np.asarray(fpr))
-    eps = epsilon_lower_bounds(k1, k0, runs, delta, alpha_each)
+    eps = np.maximum(epsilon_lower_bounds(k1, k0, runs, delta, alpha_each),
+                     predicted_joint_epsilon(k1 / runs, k0 / runs, runs, delta, 2 * alpha_each))
     mu = gdp_mu_lower_bounds(k1, k0, runs, alpha_each)
     return float(np.max(eps)), float(np.max(mu))
 

@@ -3,6 +3,7 @@ clipped mean), correct controls, and deliberately broken copies, each with its a
 
 from .mechanisms import (
     LEAK_PROBABILITY,
+    RUN_ONLY,
     VARIANTS,
     RedTeamConstantSeed,
     RedTeamDataStart,
@@ -16,12 +17,13 @@ from .mechanisms import (
     RedTeamSigma4,
     RedTeamSigma15,
     RedTeamSigma125,
+    RedTeamUniformRowLeak,
     gdp_to_epsilon,
 )
 
 __all__ = [
-    "LEAK_PROBABILITY", "VARIANTS", "RedTeamConstantSeed", "RedTeamDataStart", "RedTeamGaussian",
+    "LEAK_PROBABILITY", "RUN_ONLY", "VARIANTS", "RedTeamConstantSeed", "RedTeamDataStart", "RedTeamGaussian",
     "RedTeamLaplace", "RedTeamLaplaceHalf", "RedTeamNoClipping", "RedTeamRowLeak",
     "RedTeamSensitivityLOverN", "RedTeamSigma2", "RedTeamSigma4", "RedTeamSigma15",
-    "RedTeamSigma125", "gdp_to_epsilon",
+    "RedTeamSigma125", "RedTeamUniformRowLeak", "gdp_to_epsilon",
 ]

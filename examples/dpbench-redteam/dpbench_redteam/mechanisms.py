@@ -49,7 +49,7 @@ from dpbench.privacy.gaussian import analytic_gaussian_sigma, gdp_epsilon
 __all__ = [
     "LEAK_PROBABILITY", "RedTeamConstantSeed", "RedTeamDataStart", "RedTeamGaussian",
     "RedTeamLaplace", "RedTeamLaplaceHalf", "RedTeamNoClipping", "RedTeamRowLeak",
-    "RedTeamSensitivityLOverN", "RedTeamSigma125", "RedTeamSigma15", "RedTeamSigma2",
+    "RedTeamUniformRowLeak", "RUN_ONLY", "RedTeamSensitivityLOverN", "RedTeamSigma125", "RedTeamSigma15", "RedTeamSigma2",
     "RedTeamSigma4", "VARIANTS", "clip_rows", "gaussian_sigma", "gdp_to_epsilon",
     "row_norm_bound",
 ]
@@ -459,6 +459,40 @@ class RedTeamRowLeak(RedTeamGaussian):
         return self._epsilon(self.pair_mu(X0, X1, epsilon, delta, rho), X0.shape[0], delta)
 
 
+class RedTeamUniformRowLeak(RedTeamRowLeak):
+    """DELIBERATELY BROKEN: with probability q = 1e-3, releases a data row chosen uniformly at
+    random (a sampling routine that returns a raw record now and then).
+
+    The canary row is released with probability q/n, an atom D′ does not have, so for the pair
+    δ(ε) ≥ q/n: the true ε at δ is ∞ for δ ≤ q/n (10⁻⁴ at n = 10, 5·10⁻⁴ at n = 2), and at most
+    ε(μ, (δ − q/n)/(1 − q/n)) above (the other rows' atoms are common to both sides).
+    """
+
+    name: ClassVar[str] = "redteam_uniform_row_leak"
+    summary: ClassVar[str] = ("DELIBERATELY BROKEN: the red-team Gaussian releasing a uniformly "
+                              "chosen data row with probability 1e-3")
+    broken: ClassVar[str] = ("releases a uniformly chosen raw data row with probability 1e-3 "
+                             "(true ε = ∞ at δ ≤ 1e-3/n)")
+
+    def noisy_statistic(self, X, rho, epsilon, delta, rng):
+        if rng.random() < self.leak_probability:  # the bug
+            return np.array(X[rng.integers(X.shape[0])], dtype=float)
+        return RedTeamGaussian.noisy_statistic(self, X, rho, epsilon, delta, rng)
+
+    def noisy_statistics(self, X, rho, epsilon, delta, rng, size):
+        leak = rng.random(size) < self.leak_probability  # the bug
+        rows = rng.integers(X.shape[0], size=size)
+        out = RedTeamGaussian.noisy_statistics(self, X, rho, epsilon, delta, rng, size)
+        out[leak] = np.asarray(X, dtype=float)[rows[leak]]
+        return out
+
+    def _epsilon(self, mu: float, n: int, delta: float) -> float:
+        q = self.leak_probability / n
+        if delta <= q:
+            return math.inf
+        return gdp_to_epsilon(mu, (delta - q) / (1.0 - q))
+
+
 # === the Laplace family ==========================================================================
 
 class RedTeamLaplace(_ClippedMean):
@@ -528,8 +562,40 @@ class RedTeamLaplaceHalf(RedTeamLaplace):
     scale_divisor: ClassVar[float] = 2.0
 
 
-#: Every red-team class by registered name, controls first.
-VARIANTS: dict[str, type[_ClippedMean]] = {cls.name: cls for cls in (
+class _RunOnly:
+    """A copy with ``run`` alone — no ``run_batch``, no ``run_many`` — as an outside author
+    would first write it: the auditor must loop it (``run`` is defined here, above the fast
+    paths, so the copies do not inherit them; ``Algorithm._has_fast_path``)."""
+
+    def run(self, data: Any, problem: Any, *, epsilon: float, delta: float,
+            rng: np.random.Generator) -> Release:
+        rho = row_norm_bound(problem)
+        X = np.asarray(data.X, dtype=float)
+        theta = problem.constraint.project(
+            self.noisy_statistic(X, rho, epsilon, delta, rng))  # type: ignore[attr-defined]
+        broken = getattr(self, "broken", "")
+        return Release(theta=theta,
+                       ledger=self.ledger(data.n, data.p, epsilon, delta, rho),  # type: ignore[attr-defined]
+                       grad_queries=1, iterations=1,
+                       info={"rho": rho, **({"broken": broken} if broken else {})})
+
+
+def _run_only(cls: type[_ClippedMean]) -> type[_ClippedMean]:
+    """The ``run``-only copy of a red-team class, registered as ``<name>_run``."""
+    return type(f"{cls.__name__}RunOnly", (_RunOnly, cls), {  # type: ignore[return-value]
+        "name": f"{cls.name}_run", "__module__": __name__,
+        "summary": f"{cls.summary} (run only: no vectorised or many-run path)",
+        "__doc__": f"{cls.__name__} with ``run`` alone (no ``run_batch``, no ``run_many``)."})
+
+
+_CLASSES: tuple[type[_ClippedMean], ...] = (
     RedTeamGaussian, RedTeamLaplace, RedTeamSigma125, RedTeamSigma15, RedTeamSigma2,
     RedTeamSigma4, RedTeamSensitivityLOverN, RedTeamLaplaceHalf, RedTeamConstantSeed,
-    RedTeamDataStart, RedTeamNoClipping, RedTeamRowLeak)}
+    RedTeamDataStart, RedTeamNoClipping, RedTeamRowLeak, RedTeamUniformRowLeak)
+#: The run-only copies, by the registered name of the class they copy.
+RUN_ONLY: dict[str, type[_ClippedMean]] = {cls.name: _run_only(cls) for cls in _CLASSES}
+globals().update({c.__name__: c for c in RUN_ONLY.values()})
+
+#: Every red-team class by registered name, controls first, then the run-only copies.
+VARIANTS: dict[str, type[_ClippedMean]] = {
+    **{cls.name: cls for cls in _CLASSES}, **{c.name: c for c in RUN_ONLY.values()}}
