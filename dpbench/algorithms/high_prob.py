@@ -22,6 +22,7 @@ from ..core.registry import get_algorithm
 from ..numerics.jit import specialise
 from ..numerics.kernels import kernel_arrays, resolve_kernel
 from ..privacy.ledger import Charge, PrivacyLedger
+from ..privacy.selection_law import BestOfK, best_of_k_epsilon
 from .noisy_sgd import inlinable
 
 #: Built-in bases of each privacy kind (see the design note in :class:`HighProb`).
@@ -279,6 +280,55 @@ class HighProb(Algorithm):
             grad_queries=sum(r.grad_queries for r in releases),
             func_queries=sum(r.func_queries for r in releases) + self.runs * data.n,
             iterations=sum(r.iterations for r in releases), info=info)
+
+    # --- the output law (privacy audit) ------------------------------------------------------
+    def selection_laws(self, d0: Dataset, d1: Dataset, problem: Problem, *, epsilon: float,
+                       delta: float) -> tuple[BestOfK, BestOfK] | None:
+        """The released laws on D = ``d0`` and D′ = ``d1``
+        (:class:`~dpbench.privacy.selection_law.BestOfK`: k i.i.d. base candidates, then the
+        exponential-mechanism selection with weights exp(−ε_sel·𝓛(θ; D)/(2L‖C‖))), or ``None``
+        unless p = 1 and the base declares its own law (``output_law``: output perturbation,
+        its regularised form, closed-form objective perturbation)."""
+        base = self._checked_base()
+        output_law = getattr(base, "output_law", None)
+        if d0.p != 1 or output_law is None:
+            return None
+        run_delta = 0.0 if self.privacy == "pure" else delta
+        eps_run, delta_run, eps_sel = self.run_budget(epsilon, run_delta)
+        c = eps_sel / (2.0 * float(problem.lipschitz) * float(problem.constraint.diameter))
+        laws = []
+        for data in (d0, d1):
+            law = output_law(data, problem, epsilon=eps_run, delta=delta_run)
+            if law is None:
+                return None
+
+            def log_weight(theta: np.ndarray, data: Dataset = data) -> np.ndarray:
+                return -c * sum_losses(np.asarray(theta, dtype=float).reshape(-1, 1), data,
+                                       problem)
+
+            laws.append(BestOfK(law, self.runs, log_weight))
+        return laws[0], laws[1]
+
+    def exact_epsilon(self, d0: Dataset, d1: Dataset, problem: Problem, *, epsilon: float,
+                      delta: float) -> float | None:
+        """The ε(δ) of the released law on the pair, computed numerically for p = 1
+        (:meth:`selection_laws`, :func:`dpbench.privacy.selection_law.best_of_k_epsilon`:
+        quadrature of the selection's normaliser, relative error ≲ 1e-10 on smooth losses),
+        ``None`` otherwise. It is far below the ledger's ε: composition charges all k runs and
+        the selection, while the release is one candidate, tilted by the selection."""
+        laws = self.selection_laws(d0, d1, problem, epsilon=epsilon, delta=delta)
+        if laws is None:
+            return None
+        return best_of_k_epsilon(laws[0], laws[1], delta)
+
+    def log_density_ratio(self, thetas: np.ndarray, d0: Dataset, d1: Dataset, problem: Problem,
+                          *, epsilon: float, delta: float) -> np.ndarray | None:
+        """log p_D(θ) − log p_D′(θ) of the released law for p = 1 (:meth:`selection_laws`),
+        ``None`` otherwise."""
+        laws = self.selection_laws(d0, d1, problem, epsilon=epsilon, delta=delta)
+        if laws is None:
+            return None
+        return laws[0].log_density_ratio(laws[1], np.asarray(thetas, dtype=float)[:, 0])
 
     def run_batch(
         self, data: Dataset, problem: Problem, *, epsilon: float, delta: float,
