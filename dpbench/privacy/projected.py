@@ -238,13 +238,13 @@ class ProjectedNoise:
         log ratio inside the ball, the atoms' (p = 1) or the surface densities' (p ≥ 2) on
         the sphere.
 
-        Inside, the Gamma-norm ratio (‖θ − c‖ − ‖θ − a‖)/s is clipped to its exact range
-        ±‖a − c‖/s and the Gaussian one is computed in its linear form
-        ⟨θ − (a + c)/2, a − c⟩/s²: on the Laplace plateaus (p = 1: θ beyond both centres) the
-        real ratio is constant, and unclipped rounding would split a plateau by the low-order
-        bits of θ, which differ between the two sides (fl(a + b) lies on a coarser grid than b
-        when |a| is larger: Mironov 2012), handing a likelihood-ratio threshold an event about
-        the floating-point representation rather than the law."""
+        Inside, the Gamma-norm ratio (‖θ − c‖ − ‖θ − a‖)/s is snapped to its exact extremes
+        ±‖a − c‖/s when within rounding of them (:func:`_snap`) and the Gaussian one is
+        computed in its linear form ⟨θ − (a + c)/2, a − c⟩/s². On the Laplace plateaus (p = 1:
+        θ beyond both centres) the real ratio is constant, and rounding would split a plateau by
+        the low-order bits of θ, which differ between the two sides (fl(a + b) lies on a
+        coarser grid than b when |a| > |b|: Mironov 2012), handing a likelihood-ratio threshold
+        an event about the floating-point representation rather than the law."""
         self._check_pair(other)
         thetas = np.asarray(thetas, dtype=float).reshape(-1, self.p)
         norms = np.linalg.norm(thetas, axis=1)
@@ -257,8 +257,8 @@ class ProjectedNoise:
             x = thetas[:, 0]
             a, c = float(self.center[0]), float(other.center[0])
             if self.noise == "gamma_norm":
-                out[inside] = np.clip((np.abs(x[inside] - c) - np.abs(x[inside] - a))
-                                      / self.scale, -bound, bound)
+                da, dc = np.abs(x[inside] - a), np.abs(x[inside] - c)
+                out[inside] = _snap((dc - da) / self.scale, bound, (da + dc) / self.scale)
             else:
                 out[inside] = (a - c) * (2.0 * x[inside] - a - c) / (2.0 * self.scale ** 2)
             R = self.radius
@@ -270,13 +270,23 @@ class ProjectedNoise:
         if self.noise == "gamma_norm":
             da = np.linalg.norm(t - self.center, axis=1)
             dc = np.linalg.norm(t - other.center, axis=1)
-            out[inside] = np.clip((dc - da) / self.scale, -bound, bound)
+            out[inside] = _snap((dc - da) / self.scale, bound, (da + dc) / self.scale)
         else:
             out[inside] = (t - 0.5 * (self.center + other.center)) @ a_c / self.scale ** 2
         if np.any(edge):
             omega = thetas[edge] / norms[edge, None]
             out[edge] = self.log_ray_mass(omega) - other.log_ray_mass(omega)
         return out
+
+
+def _snap(values: np.ndarray, bound: float, magnitude: np.ndarray) -> np.ndarray:
+    """``values`` clipped to ±``bound``, and set to exactly ±``bound`` within rounding of it
+    (64 ulps of the terms' ``magnitude`` plus of the bound): the real ratio is constant there."""
+    tol = 64.0 * np.finfo(float).eps * (magnitude + bound)
+    out = np.clip(values, -bound, bound)
+    out[out >= bound - tol] = bound
+    out[out <= -bound + tol] = -bound
+    return out
 
 
 def projected_epsilon(law0: ProjectedNoise, law1: ProjectedNoise, delta: float) -> float | None:

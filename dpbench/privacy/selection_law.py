@@ -44,7 +44,7 @@ from scipy.optimize import brentq, minimize_scalar
 
 from .projected import ProjectedNoise, _log_pdf, _log_sf, epsilon_for_delta
 
-__all__ = ["BestOfK", "best_of_k_epsilon"]
+__all__ = ["BestOfK", "RatioTable", "best_of_k_epsilon"]
 
 PANELS = 64
 NODES = 16
@@ -130,23 +130,38 @@ class BestOfK:
         lo, hi = self.log_atoms_base()
         return lo + float(sel[0]), hi + float(sel[1])
 
-    def log_density_ratio(self, other: BestOfK, theta: np.ndarray) -> np.ndarray:
-        """log dP_self/dP_other at ``theta`` (atoms at ±R, densities inside).
-
-        Inside, the exact log ratio on a grid of :data:`TABLE` cells whose ends include both
-        centres, linearly interpolated (the ratio is smooth on each cell: interpolation error
-        ≲ h²/8·max|ℓ″| ≈ 1e-9 for h = 2R/TABLE), so a million rows cost one table."""
-        theta = np.asarray(theta, dtype=float).reshape(-1)
-        R = self.base.radius
-        edge = np.abs(theta) >= R * (1.0 - 1e-9)
-        out = np.empty(theta.shape)
-        inside = ~edge
-        if np.any(inside):
-            grid = _grid(self, other, TABLE)
-            table = self.log_density(grid) - other.log_density(grid)
-            out[inside] = np.interp(theta[inside], grid, table)
+    def ratio_table(self, other: BestOfK) -> RatioTable:
+        """The log ratio log dP_self/dP_other tabulated for :meth:`RatioTable.log_ratio`."""
+        grid = _grid(self, other, TABLE)
         (s_lo, s_hi), (o_lo, o_hi) = self.log_atoms(), other.log_atoms()
-        out[edge] = np.where(theta[edge] > 0, s_hi - o_hi, s_lo - o_lo)
+        return RatioTable(grid, self.log_density(grid) - other.log_density(grid),
+                          s_lo - o_lo, s_hi - o_hi, self.base.radius)
+
+    def log_density_ratio(self, other: BestOfK, theta: np.ndarray) -> np.ndarray:
+        """log dP_self/dP_other at ``theta`` (atoms at ±R, densities inside; interpolated,
+        :class:`RatioTable`)."""
+        return self.ratio_table(other).log_ratio(theta)
+
+
+@dataclass(frozen=True)
+class RatioTable:
+    """A log-density ratio of two :class:`BestOfK` laws: exact values on ``grid`` (:data:`TABLE`
+    cells whose ends include both centres) and the atoms' log ratios at ±R."""
+
+    grid: np.ndarray
+    values: np.ndarray
+    lower_atom: float
+    upper_atom: float
+    radius: float
+
+    def log_ratio(self, theta: np.ndarray) -> np.ndarray:
+        """The ratio at ``theta``: the atoms' at ±R, inside the table linearly interpolated (the
+        ratio is smooth on each cell: error ≲ h²/8·max|ℓ″| ≈ 1e-9 for h = 2R/TABLE), so a
+        million rows cost one table."""
+        theta = np.asarray(theta, dtype=float).reshape(-1)
+        edge = np.abs(theta) >= self.radius * (1.0 - 1e-9)
+        out = np.interp(theta, self.grid, self.values)
+        out[edge] = np.where(theta[edge] > 0, self.upper_atom, self.lower_atom)
         return out
 
 
