@@ -43,8 +43,8 @@ two atoms P(a + Z ≥ R) at R and P(a + Z ≤ −R) at −R. **Derivations** (de
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 import numpy as np
 from scipy.optimize import brentq

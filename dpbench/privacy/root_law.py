@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from itertools import pairwise
 
 import numpy as np
 from scipy.special import log_ndtr, ndtr
@@ -146,7 +147,7 @@ class PiecewiseLinearRoot:
                 if 0.0 < r < w:
                     cuts.append(r)
             cuts.sort()
-            for x1, x2 in zip(cuts[:-1], cuts[1:]):
+            for x1, x2 in pairwise(cuts):
                 if x2 <= x1:
                     continue
                 xm = 0.5 * (x1 + x2)

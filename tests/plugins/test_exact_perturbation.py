@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
+from itertools import pairwise
 
 import numpy as np
 import pytest
@@ -53,7 +54,7 @@ def _brute_hockey(logp: Callable[[float], float], logq: Callable[[float], float]
     brk = sorted(set([x for x in points if lo < x < hi] + list(np.linspace(lo, hi, 41)[1:-1])))
     edges = [lo, *brk, hi]
     total = 0.0
-    for a, b in zip(edges[:-1], edges[1:]):
+    for a, b in pairwise(edges):
         total += quad(lambda t: max(math.exp(logp(t)) - gamma * math.exp(logq(t)), 0.0), a, b,
                       epsabs=1e-13, epsrel=1e-11, limit=200)[0]
     return total + sum(max(ap - gamma * aq, 0.0) for ap, aq in zip(atoms_p, atoms_q))
@@ -145,7 +146,7 @@ def test_projected_ray_mass_matches_adaptive_quadrature(noise: str) -> None:
         law = ProjectedNoise(a, s, noise, 1.0)
         omegas = np.array([[1.0, 0.0], [0.0, 1.0], [-0.6, 0.8], a / np.linalg.norm(a)])
         for omega, got in zip(omegas, law.log_ray_mass(omegas)):
-            def f(r: float, omega: np.ndarray = omega) -> float:
+            def f(r: float, omega: np.ndarray = omega, a: np.ndarray = a) -> float:
                 d = float(np.linalg.norm(r * omega - a))
                 return (math.exp(-d / s) if noise == "gamma_norm"
                         else math.exp(-0.5 * (d / s) ** 2)) * r
@@ -171,7 +172,7 @@ def test_root_law_with_one_linear_piece_is_the_projected_gaussian() -> None:
 
 
 def test_root_law_hockey_stick_matches_brute_force_on_the_huber_pair() -> None:
-    prob, pair = _pair("hub_1d", 5, 1, "sphere+twin")
+    _, pair = _pair("hub_1d", 5, 1, "sphere+twin")
     alg = HuberObjectivePerturbation()
     law0, law1 = alg.output_laws(pair.d0, pair.d1, epsilon=1.0, delta=1e-5)
     for eps in (0.0, 0.5, 1.0, 1.2):
@@ -445,11 +446,32 @@ def test_high_prob_delta_curve_matches_brute_force() -> None:
     eps = best_of_k_epsilon(b0, b1, 0.05)
     kinks = [float(b.base.center[0]) for b in (b0, b1)]
 
+    def one_way(p: BestOfK, q: BestOfK, e: float) -> float:
+        return _brute_hockey(lambda t: float(p.log_density(np.array([t]))[0]),
+                             lambda t: float(q.log_density(np.array([t]))[0]),
+                             tuple(np.exp(p.log_atoms())), tuple(np.exp(q.log_atoms())),
+                             -1.0, 1.0, e, kinks)
+
     def h(e: float) -> float:
-        return max(_brute_hockey(lambda t: float(p.log_density(np.array([t]))[0]),
-                                 lambda t: float(q.log_density(np.array([t]))[0]),
-                                 tuple(np.exp(p.log_atoms())), tuple(np.exp(q.log_atoms())),
-                                 -1.0, 1.0, e, kinks) for p, q in ((b0, b1), (b1, b0)))
+        return max(one_way(b0, b1, e), one_way(b1, b0, e))
 
     assert h(eps) == pytest.approx(0.05, rel=1e-6)
     assert brentq(lambda e: h(e) - 0.05, 0.0, 2.0, xtol=1e-12) == pytest.approx(eps, abs=1e-7)
+
+
+def test_high_prob_other_bases_and_kinds() -> None:
+    """Objective perturbation as the base (its closed-form law on LB-Lin); an (ε, δ) wrapper
+    around noisy SGD and p ≥ 2 are not computed."""
+    from dpbench.algorithms.high_prob import HighProbApprox
+
+    prob, pair = _pair("lb_lin", 2, 1, "sphere")
+    alg = HighProb(base="objective_perturbation", runs=2)
+    true = alg.exact_epsilon(pair.d0, pair.d1, prob, epsilon=2.0, delta=0.0)
+    assert true is not None and 0 < true < 2.0
+    _check_importance_identity(alg, prob, pair, 2.0, 0.0, size=50_000)
+    assert HighProbApprox().exact_epsilon(pair.d0, pair.d1, prob, epsilon=1.0,
+                                          delta=1e-5) is None
+    prob2, pair2 = _pair("lb_quad", 2, 2, "sphere")
+    assert HighProb().exact_epsilon(pair2.d0, pair2.d1, prob2, epsilon=1.0, delta=0.0) is None
+    assert HighProb().log_density_ratio(np.zeros((3, 2)), pair2.d0, pair2.d1, prob2,
+                                        epsilon=1.0, delta=0.0) is None
