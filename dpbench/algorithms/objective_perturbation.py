@@ -344,7 +344,8 @@ class ObjectivePerturbation(Algorithm):
                       delta: float) -> float | None:
         """The exact ε(δ) of the released law on closed-form problems (:meth:`output_law`;
         :func:`dpbench.privacy.projected.projected_epsilon`): any δ for p = 1 (closed form),
-        δ = 0 with Gamma-norm noise for p ≥ 2 when both centres lie in C; ``None`` otherwise.
+        δ = 0 with Gamma-norm noise for p ≥ 2 when both centres lie in C (closed form) and for
+        p = 2 otherwise (a search over the circle); ``None`` otherwise.
 
         The centres differ by (n/(nκ + Λ))·(∇L̄(0; D′) − ∇L̄(0; D)) = (∇ℓ(0; d′) − ∇ℓ(0; d))/(nκ + Λ)
         against the noise scale σ/(nκ + Λ): before the projection the pair is the noise's

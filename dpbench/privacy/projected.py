@@ -36,8 +36,12 @@ two atoms P(a + Z ≥ R) at R and P(a + Z ≤ −R) at −R. **Derivations** (de
   close to the bound at θ → a (a ∈ C: every neighbourhood of a meets the open ball), and on the
   sphere the surface densities are integrals of integrands whose ratio is ≤ e^{‖a − c‖/s}
   pointwise. So ε(0) = ‖a − c‖/s exactly, the pre-projection value: the projection does not
-  lower the pure ε when the centres lie in C (post-processing cannot raise it). Other p ≥ 2
-  cases are returned as ``None`` (not computed).
+  lower the pure ε when the centres lie in C (post-processing cannot raise it).
+* **p = 2, Gamma-norm noise, δ = 0, a centre outside the ball (numerical).** The supremum over
+  the disc and the circle of the log ratio, by a search over the angle (:func:`_pure_plane`).
+
+Other p ≥ 2 cases (δ > 0, Gaussian noise, p ≥ 3 with a centre outside) are returned as ``None``
+(not computed).
 """
 
 from __future__ import annotations
@@ -47,7 +51,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.optimize import brentq
+from scipy.optimize import brentq, minimize_scalar
 from scipy.special import log_ndtr
 
 from ..core.sets import Ball, Box, ConstraintSet, L1Ball
@@ -63,6 +67,8 @@ BOUNDARY_RTOL = 1e-9
 #: Nodes of the double-exponential rules of :meth:`ProjectedNoise.log_ray_mass` (τ-grid).
 _DE_STEP = 0.0625
 _DE_TAU = np.arange(-3.5, 3.5 + _DE_STEP / 2, _DE_STEP)
+#: Angles of the grid of :func:`_pure_plane`.
+_ANGLES = 4096
 #: Relative tolerance of the root in ε (then moved up until H_γ ≤ δ holds).
 _EPS_RTOL = 1e-12
 
@@ -306,4 +312,49 @@ def projected_epsilon(law0: ProjectedNoise, law1: ProjectedNoise, delta: float) 
     inside = all(float(np.linalg.norm(law.center)) <= R * (1.0 + 1e-12) for law in (law0, law1))
     if noise == "gamma_norm" and delta == 0.0 and inside:
         return float(np.linalg.norm(law0.center - law1.center)) / s
+    if noise == "gamma_norm" and delta == 0.0 and law0.p == 2:
+        return max(_pure_plane(law0, law1), _pure_plane(law1, law0))
     return None
+
+
+def _reaches_ball(a: np.ndarray, u: np.ndarray, radius: float) -> bool:
+    """Whether the ray {a + t·u : t ≥ 0} (u a unit vector) meets the closed ball B(0, R)."""
+    t = max(-float(a @ u), 0.0)  # the ray's point nearest the origin
+    return float(np.linalg.norm(a + t * u)) <= radius
+
+
+def _pure_plane(law0: ProjectedNoise, law1: ProjectedNoise) -> float:
+    """sup log dP₀/dP₁ for p = 2 and Gamma-norm noise (centres anywhere).
+
+    [derived] Inside the disc the log ratio is f(θ) = (‖θ − c‖ − ‖θ − a‖)/s ≤ ‖a − c‖/s, with
+    equality exactly on the ray from a directed away from c; its gradient
+    ((θ − c)/‖θ − c‖ − (θ − a)/‖θ − a‖)/s vanishes nowhere else, so when that ray misses the disc
+    the supremum over the disc is on the circle. On the circle the surface densities' log ratio
+    is :meth:`ProjectedNoise.log_ray_mass`'s difference. Both are maximised over the angle on a
+    grid of :data:`_ANGLES` points refined by a bounded scalar search around the best ones; the
+    log ray masses are accurate to ≈ 1e-9 (their docstring), which bounds the error.
+    """
+    a, c, s, R = law0.center, law1.center, law0.scale, law0.radius
+    gap = float(np.linalg.norm(a - c))
+    if gap == 0.0:
+        return 0.0
+    if _reaches_ball(a, (a - c) / gap, R):
+        return gap / s
+
+    def ratio(phi: np.ndarray) -> np.ndarray:
+        omega = np.stack([np.cos(phi), np.sin(phi)], axis=-1).reshape(-1, 2)
+        theta = R * omega
+        inner = (np.linalg.norm(theta - c, axis=1) - np.linalg.norm(theta - a, axis=1)) / s
+        surface = law0.log_ray_mass(omega) - law1.log_ray_mass(omega)
+        return np.maximum(inner, surface)
+
+    phis = np.linspace(0.0, 2.0 * math.pi, _ANGLES, endpoint=False)
+    values = ratio(phis)
+    best = float(values.max())
+    step = phis[1] - phis[0]
+    for i in np.argsort(values)[-3:]:
+        res = minimize_scalar(lambda x: -float(ratio(np.array([x]))[0]),
+                              bounds=(phis[i] - step, phis[i] + step), method="bounded",
+                              options={"xatol": 1e-12})
+        best = max(best, -float(res.fun))
+    return best

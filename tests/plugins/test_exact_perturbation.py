@@ -135,8 +135,28 @@ def test_projected_pure_epsilon_in_the_plane_is_the_centre_distance() -> None:
     inner = inner[np.linalg.norm(inner, axis=1) < 1]
     assert np.max(np.abs(l0.log_density_ratio(l1, np.concatenate([sphere, inner])))) <= eps
     assert projected_epsilon(l0, l1, 1e-3) is None  # δ > 0 in the plane: not computed
-    far = ProjectedNoise(np.array([3.0, 0.0]), s, "gamma_norm", 1.0)
-    assert projected_epsilon(far, l1, 0.0) is None  # a centre outside C: not computed
+    g0, g1 = (ProjectedNoise(x, s, "gaussian", 1.0) for x in (a, c))
+    assert projected_epsilon(g0, g1, 1e-3) is None  # Gaussian in the plane: not computed
+
+
+@pytest.mark.parametrize("a,c", [((3.0, 1.0), (2.0, -1.0)), ((2.0, 0.0), (-2.0, 0.0)),
+                                 ((0.5, 0.2), (2.5, 0.0)), ((-1.5, 1.5), (0.0, 0.0))])
+def test_projected_pure_epsilon_in_the_plane_with_a_centre_outside(a: tuple[float, float],
+                                                                   c: tuple[float, float]) -> None:
+    """A centre outside the disc: ε(0) against a brute-force search over the circle (surface
+    densities) and random interior points; the centre distance bounds it."""
+    s = 2.0
+    l0, l1 = (ProjectedNoise(np.array(x), s, "gamma_norm", 1.0) for x in (a, c))
+    eps = projected_epsilon(l0, l1, 0.0)
+    phi = np.linspace(0, 2 * np.pi, 40001)
+    rng = np.random.default_rng(0)
+    r, t = np.sqrt(rng.random(100_000)) * (1 - 1e-9), rng.random(100_000) * 2 * np.pi
+    pts = np.concatenate([np.stack([np.cos(phi), np.sin(phi)], 1),
+                          np.stack([r * np.cos(t), r * np.sin(t)], 1)])
+    brute = float(np.max(np.abs(l0.log_density_ratio(l1, pts))))
+    assert eps is not None and brute <= eps * (1 + 1e-9)
+    assert eps == pytest.approx(brute, rel=1e-6)
+    assert eps <= float(np.linalg.norm(np.subtract(a, c))) / s * (1 + 1e-12)
 
 
 @pytest.mark.parametrize("noise", ["gamma_norm", "gaussian"])
