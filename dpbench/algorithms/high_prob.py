@@ -8,6 +8,7 @@ paper does not charge the selection step; we do.
 from __future__ import annotations
 
 import ast
+from collections import OrderedDict
 from collections.abc import Sequence
 from typing import Any, ClassVar
 
@@ -19,9 +20,11 @@ from ..core.params import Param
 from ..core.problem import Dataset, Problem
 from ..core.ratecard import RateCard
 from ..core.registry import get_algorithm
+from ..core.seeding import stable_hash
 from ..numerics.jit import specialise
 from ..numerics.kernels import kernel_arrays, resolve_kernel
 from ..privacy.ledger import Charge, PrivacyLedger
+from ..privacy.selection_law import BestOfK, RatioTable, best_of_k_epsilon
 from .noisy_sgd import inlinable
 
 #: Built-in bases of each privacy kind (see the design note in :class:`HighProb`).
@@ -108,6 +111,21 @@ def sum_losses(thetas: np.ndarray, data: Dataset, problem: Problem) -> np.ndarra
     _sum_losses_loop(kernel.loss)(X, y, np.ascontiguousarray(kernel.prm, dtype=np.float64),
                                   thetas, out)
     return out
+
+
+#: Log-ratio tables of :meth:`HighProb.log_density_ratio`, most recent last.
+_TABLES: OrderedDict[str, RatioTable] = OrderedDict()
+_TABLE_CACHE_SIZE = 16
+
+
+def _table_key(alg: Algorithm, d0: Dataset, d1: Dataset, problem: Problem, epsilon: float,
+               delta: float) -> str:
+    """Everything a :class:`~dpbench.privacy.selection_law.RatioTable` depends on, hashed."""
+    arrays = [np.ascontiguousarray(a, dtype=float).tobytes().hex()
+              for d in (d0, d1) for a in (d.X, d.y) if a is not None]
+    return stable_hash([alg.name, alg.get_params(), problem.name, problem.get_params(),
+                        [d0.X.shape, d1.X.shape, d0.y is None, d1.y is None], arrays,
+                        float(epsilon), float(delta)])
 
 
 class _Rescale(ast.NodeTransformer):
@@ -279,6 +297,65 @@ class HighProb(Algorithm):
             grad_queries=sum(r.grad_queries for r in releases),
             func_queries=sum(r.func_queries for r in releases) + self.runs * data.n,
             iterations=sum(r.iterations for r in releases), info=info)
+
+    # --- the output law (privacy audit) ------------------------------------------------------
+    def selection_laws(self, d0: Dataset, d1: Dataset, problem: Problem, *, epsilon: float,
+                       delta: float) -> tuple[BestOfK, BestOfK] | None:
+        """The released laws on D = ``d0`` and D′ = ``d1``
+        (:class:`~dpbench.privacy.selection_law.BestOfK`: k i.i.d. base candidates, then the
+        exponential-mechanism selection with weights exp(−ε_sel·𝓛(θ; D)/(2L‖C‖))), or ``None``
+        unless p = 1 and the base declares its own law (``output_law``: output perturbation,
+        its regularised form, closed-form objective perturbation)."""
+        base = self._checked_base()
+        output_law = getattr(base, "output_law", None)
+        if d0.p != 1 or output_law is None:
+            return None
+        run_delta = 0.0 if self.privacy == "pure" else delta
+        eps_run, delta_run, eps_sel = self.run_budget(epsilon, run_delta)
+        c = eps_sel / (2.0 * float(problem.lipschitz) * float(problem.constraint.diameter))
+        laws = []
+        for data in (d0, d1):
+            law = output_law(data, problem, epsilon=eps_run, delta=delta_run)
+            if law is None:
+                return None
+
+            def log_weight(theta: np.ndarray, data: Dataset = data) -> np.ndarray:
+                return -c * sum_losses(np.asarray(theta, dtype=float).reshape(-1, 1), data,
+                                       problem)
+
+            laws.append(BestOfK(law, self.runs, log_weight))
+        return laws[0], laws[1]
+
+    def exact_epsilon(self, d0: Dataset, d1: Dataset, problem: Problem, *, epsilon: float,
+                      delta: float) -> float | None:
+        """The ε(δ) of the released law on the pair, computed numerically for p = 1
+        (:meth:`selection_laws`, :func:`dpbench.privacy.selection_law.best_of_k_epsilon`:
+        quadrature of the selection's normaliser, relative error ≲ 1e-10 on smooth losses),
+        ``None`` otherwise. It is far below the ledger's ε: composition charges all k runs and
+        the selection, while the release is one candidate, tilted by the selection."""
+        laws = self.selection_laws(d0, d1, problem, epsilon=epsilon, delta=delta)
+        if laws is None:
+            return None
+        return best_of_k_epsilon(laws[0], laws[1], delta)
+
+    def log_density_ratio(self, thetas: np.ndarray, d0: Dataset, d1: Dataset, problem: Problem,
+                          *, epsilon: float, delta: float) -> np.ndarray | None:
+        """log p_D(θ) − log p_D′(θ) of the released law for p = 1 (:meth:`selection_laws`,
+        tabulated: :class:`~dpbench.privacy.selection_law.RatioTable`), ``None`` otherwise. The
+        table is cached per (configuration, pair, problem, ε, δ): the audit scores many batches
+        of the same pair."""
+        key = _table_key(self, d0, d1, problem, epsilon, delta)
+        table = _TABLES.get(key)
+        if table is None:
+            laws = self.selection_laws(d0, d1, problem, epsilon=epsilon, delta=delta)
+            if laws is None:
+                return None
+            table = _TABLES[key] = laws[0].ratio_table(laws[1])
+            if len(_TABLES) > _TABLE_CACHE_SIZE:
+                _TABLES.popitem(last=False)
+        else:
+            _TABLES.move_to_end(key)
+        return table.log_ratio(np.asarray(thetas, dtype=float)[:, 0])
 
     def run_batch(
         self, data: Dataset, problem: Problem, *, epsilon: float, delta: float,

@@ -51,6 +51,7 @@ from ..core.ratecard import RateCard
 from ..privacy.gaussian import analytic_gaussian_sigma, pointwise_gaussian_sigma
 from ..privacy.ledger import Charge, PrivacyLedger
 from ..privacy.noise import gaussian_noise
+from ..privacy.root_law import PiecewiseLinearRoot, root_law_epsilon
 
 __all__ = ["HuberCalibration", "HuberObjectivePerturbation", "huber_loss",
            "huber_objective_derivative", "minimise_huber_objective",
@@ -258,6 +259,45 @@ class HuberObjectivePerturbation(Algorithm):
         thetas = minimise_huber_objective_batch(x, y, cal.h, cal.lam, b)
         ledger = PrivacyLedger.from_charges(*self._charges(epsilon, delta, cal))
         return BatchRelease(problem.constraint.project(thetas[:, None]), ledger)
+
+    # --- the output law (privacy audit) ------------------------------------------------------
+    def output_laws(self, d0: Dataset, d1: Dataset, *, epsilon: float,
+                    delta: float) -> tuple[PiecewiseLinearRoot, PiecewiseLinearRoot]:
+        """The laws of :meth:`run`'s θ on D = ``d0`` and D′ = ``d1``, on common knots.
+
+        [derived] :meth:`run` releases the exact minimiser over [−2, 2] of
+        J(θ) = Σ f̂(yᵢ − xᵢθ) + (Λ/2)θ² + bθ, b ~ N(0, σ²): with G_D = J′ at b = 0
+        (:func:`huber_objective_derivative`, continuous, piecewise linear with knots
+        (yᵢ ± h)/xᵢ, slope Λ + Σ xᵢ²f̂″ ≥ Λ > 0) the release is −2 when G_D(−2) + b ≥ 0, 2 when
+        G_D(2) + b ≤ 0, and G_D⁻¹(−b) otherwise (:func:`minimise_huber_objective`), i.e. the
+        :class:`~dpbench.privacy.root_law.PiecewiseLinearRoot` law of (knots, G_D at the knots,
+        σ). Both laws are given on the union of the two data sets' knots (G is linear between
+        its own knots, so its values there are exact)."""
+        x0, y0 = _hub_data(self.name, d0)
+        x1, y1 = _hub_data(self.name, d1)
+        cal = self.calibration(d0.n, epsilon, delta)
+        knots = np.union1d(_huber_grid(x0, y0, cal.h, _HUB_RADIUS),
+                           _huber_grid(x1, y1, cal.h, _HUB_RADIUS))
+        return tuple(PiecewiseLinearRoot(  # type: ignore[return-value]
+            knots, np.array([huber_objective_derivative(float(t), x, y, cal.h, cal.lam, 0.0)
+                             for t in knots]), cal.sigma) for x, y in ((x0, y0), (x1, y1)))
+
+    def exact_epsilon(self, d0: Dataset, d1: Dataset, problem: Problem, *, epsilon: float,
+                      delta: float) -> float | None:
+        """The exact ε(δ) of the released law on the pair (:meth:`output_laws`;
+        :func:`dpbench.privacy.root_law.root_law_epsilon`: exact Gaussian integrals on each
+        piece, a root in ε). Unlike the ledger's bound it includes the Jacobian ratio
+        G′_D/G′_D′ and the θ-dependent shift, so with ``regularizer="printed"`` (uncertified
+        ledger) it may exceed the claimed ε."""
+        law0, law1 = self.output_laws(d0, d1, epsilon=epsilon, delta=delta)
+        return root_law_epsilon(law0, law1, delta)
+
+    def log_density_ratio(self, thetas: np.ndarray, d0: Dataset, d1: Dataset, problem: Problem,
+                          *, epsilon: float, delta: float) -> np.ndarray | None:
+        """log p_D(θ) − log p_D′(θ) of the released law (:meth:`output_laws`): the atoms' log
+        ratio at ±2, the change-of-variables densities' inside."""
+        law0, law1 = self.output_laws(d0, d1, epsilon=epsilon, delta=delta)
+        return law0.log_density_ratio(law1, np.asarray(thetas, dtype=float)[:, 0])
 
     def _charges(self, epsilon: float, delta: float, cal: HuberCalibration) -> list[Charge]:
         eps_noise, eps_jac, lam, beta = cal.eps_noise, cal.eps_jacobian, cal.lam, cal.beta

@@ -15,6 +15,7 @@ from ..core.ratecard import RateCard
 from ..core.tags import get_tags
 from ..privacy.ledger import Charge, PrivacyLedger
 from ..privacy.noise import gamma_norm_noise
+from ..privacy.projected import ProjectedNoise, centred_ball_radius, projected_epsilon
 
 
 class SolverGapExceeded(RuntimeError):
@@ -137,6 +138,52 @@ class OutputPerturbation(Algorithm):
         b = gamma_norm_noise(data.p, scale, rng, size=int(size))
         thetas = problem.constraint.project(np.asarray(opt.theta, dtype=float)[None, :] + b)
         return BatchRelease(thetas, self._ledger(epsilon))
+
+    # --- the output law (privacy audit) ------------------------------------------------------
+    def output_law(self, data: Dataset, problem: Problem, *, epsilon: float,
+                   delta: float = 0.0) -> ProjectedNoise | None:
+        """The law of :meth:`run`'s θ on ``data``: Π_C(θ̂* + b), b with density ∝ exp(−‖b‖/s),
+        s = sensitivity/ε, θ̂* the certified minimiser :meth:`run` perturbs (the solver is
+        deterministic, so θ̂* is a fixed point). ``None`` unless C is a centred ball (or, for
+        p = 1, an interval [−R, R]): :mod:`dpbench.privacy.projected` describes that law. ``delta``
+        is accepted for a uniform signature (the mechanism is pure) and ignored."""
+        radius = centred_ball_radius(problem.constraint, data.p)
+        if radius is None:
+            return None
+        opt = self._minimiser(data, problem)
+        scale = self.sensitivity(data.n, float(problem.lipschitz),
+                                 float(problem.strong_convexity)) / epsilon
+        return ProjectedNoise(np.asarray(opt.theta, dtype=float), scale, "gamma_norm", radius)
+
+    def exact_epsilon(self, d0: Dataset, d1: Dataset, problem: Problem, *, epsilon: float,
+                      delta: float) -> float | None:
+        """The exact ε(δ) of the released Π_C(θ̂*(D) + b) against Π_C(θ̂*(D′) + b)
+        (:func:`dpbench.privacy.projected.projected_epsilon`, derived there).
+
+        For δ = 0 it is ‖θ̂*(D) − θ̂*(D′)‖/s in every dimension (the projection does not lower
+        it: the centres lie in C). The calibration uses the worst case ‖θ*(D) − θ*(D′)‖ ≤ 2L/(nΔ)
+        (CMS11), so the ratio to the claim is the pair's shift over 2L/(nΔ). On LB-Quad the
+        canaries ±data_norm·u move the mean by 2·data_norm/n while L = R + data_norm, hence
+        true ε = ε·data_norm/(R + data_norm) (ε/2 at the default R = data_norm), times
+        2L/(nΔ)/(2L/(nΔ) + 2√(2·solver_gap/Δ)) for the solver-gap inflation. For δ > 0: exact
+        for p = 1 (closed form), ``None`` for p ≥ 2. ``None`` also when C is not a centred
+        ball."""
+        law0 = self.output_law(d0, problem, epsilon=epsilon, delta=delta)
+        law1 = self.output_law(d1, problem, epsilon=epsilon, delta=delta)
+        if law0 is None or law1 is None:
+            return None
+        return projected_epsilon(law0, law1, delta)
+
+    def log_density_ratio(self, thetas: np.ndarray, d0: Dataset, d1: Dataset, problem: Problem,
+                          *, epsilon: float, delta: float) -> np.ndarray | None:
+        """log p_D(θ) − log p_D′(θ) of the released law
+        (:meth:`dpbench.privacy.projected.ProjectedNoise.log_density_ratio`: the Gamma-norm
+        densities inside C, the atoms (p = 1) or surface densities (p ≥ 2) on the sphere)."""
+        law0 = self.output_law(d0, problem, epsilon=epsilon, delta=delta)
+        law1 = self.output_law(d1, problem, epsilon=epsilon, delta=delta)
+        if law0 is None or law1 is None:
+            return None
+        return law0.log_density_ratio(law1, thetas)
 
     def _ledger(self, epsilon: float) -> PrivacyLedger:
         return PrivacyLedger.from_charges(Charge(

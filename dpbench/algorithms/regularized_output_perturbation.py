@@ -30,6 +30,7 @@ from ..core.errors import NotApplicable
 from ..core.params import Param
 from ..core.problem import Dataset, Problem
 from ..core.ratecard import RateCard
+from ..privacy.projected import ProjectedNoise
 from .output_perturbation import OutputPerturbation
 
 __all__ = ["RegularizedOutputPerturbation", "regularized_problem"]
@@ -124,6 +125,31 @@ class RegularizedOutputPerturbation(Algorithm):
         if the inner mechanism has no vectorised path."""
         _, folded, inner = self.folded(problem, data.n, data.p, epsilon)
         return inner.release_batch(data, folded, epsilon=epsilon, delta=0.0, rng=rng, size=size)
+
+    def output_law(self, data: Dataset, problem: Problem, *, epsilon: float,
+                   delta: float = 0.0) -> ProjectedNoise | None:
+        """The law of :meth:`run`'s θ: the inner output perturbation's on the folded problem
+        (:meth:`OutputPerturbation.output_law`)."""
+        _, folded, inner = self.folded(problem, data.n, data.p, epsilon)
+        return inner.output_law(data, folded, epsilon=epsilon, delta=delta)
+
+    def exact_epsilon(self, d0: Dataset, d1: Dataset, problem: Problem, *, epsilon: float,
+                      delta: float) -> float | None:
+        """The exact ε(δ) of the released law: :meth:`run` is the inner output perturbation on
+        the folded problem (public Λ, so the same folded problem on D and D′), so this is
+        :meth:`OutputPerturbation.exact_epsilon` there: ‖θ̂*_Λ(D) − θ̂*_Λ(D′)‖/s for δ = 0
+        (any p), the closed form of :mod:`dpbench.privacy.projected` for δ > 0 and p = 1, with
+        θ̂*_Λ the folded problem's certified minimisers and s = 2L′/(nΔ′)/ε (plus the solver-gap
+        term) the folded calibration."""
+        _, folded, inner = self.folded(problem, d0.n, d0.p, epsilon)
+        return inner.exact_epsilon(d0, d1, folded, epsilon=epsilon, delta=delta)
+
+    def log_density_ratio(self, thetas: np.ndarray, d0: Dataset, d1: Dataset, problem: Problem,
+                          *, epsilon: float, delta: float) -> np.ndarray | None:
+        """The inner output perturbation's log-density ratio on the folded problem
+        (:meth:`OutputPerturbation.log_density_ratio`)."""
+        _, folded, inner = self.folded(problem, d0.n, d0.p, epsilon)
+        return inner.log_density_ratio(thetas, d0, d1, folded, epsilon=epsilon, delta=delta)
 
 
 def _wrapped(out: Release, lam: float, folded: Problem, inner: OutputPerturbation,
