@@ -16,7 +16,9 @@ same stored results always lead to the same decisions (a resume recomputes them)
    of them (:mod:`dpbench.audit.scores`) each propose their best events
    (:func:`dpbench.audit.events.select_events`); the best few by predicted tightness are fixed;
 4. **confirmation** — fresh runs of the chosen configuration, counted in the fixed events on the
-   workers (no per-run storage), then the bounds (:mod:`dpbench.audit.stats`).
+   workers (no per-run storage), then the bounds (:mod:`dpbench.audit.stats`). Its run count is
+   re-planned at selection time from the search's measured seconds per release and the budget
+   left (:func:`replan_confirmation`): a decision on timings only, never on releases.
 
 The search and the selection look only at pilot runs; the confirmation runs are independent of
 every choice, so the bounds hold whatever was searched, at the level of the E confirmed events
@@ -39,8 +41,8 @@ from .scores import Scorer, apply, fit_histogram, fit_logistic, public_scorers
 from .stats import event_alpha
 
 __all__ = ["Claims", "ConfirmResult", "PilotResult", "Plan", "PointAuditor", "PointState",
-           "ScoringContext", "Selection", "Work", "choose_events", "criterion", "plan_sizes",
-           "search_rounds"]
+           "ScoringContext", "Selection", "Work", "choose_events", "confirm_batches", "criterion",
+           "plan_sizes", "replan_confirmation", "search_rounds"]
 
 #: Runs per side of the timing batch.
 TIMING_RUNS = 64
@@ -86,12 +88,14 @@ class Claims:
 
 @dataclass
 class PilotResult:
-    """Releases of a pilot (or timing) batch: ``theta0`` on D, ``theta1`` on D′ (runs × p)."""
+    """Releases of a pilot (or timing) batch: ``theta0`` on D, ``theta1`` on D′ (runs × p);
+    ``score_seconds``: the part of ``seconds`` a timing batch spent scoring them."""
 
     theta0: np.ndarray
     theta1: np.ndarray
     claims: Claims
     seconds: float
+    score_seconds: float = 0.0
 
 
 @dataclass
@@ -169,14 +173,46 @@ def plan_sizes(n_configs: int, *, budget_s: float, seconds_per_run: float | None
         search = [int(selection_runs)]
     while sum(search) > MAX_SELECTION_RUNS and max(search) > MIN_PILOT_RUNS:
         search = [max(MIN_PILOT_RUNS, s // 2) for s in search]
-    if runs is not None:  # pinned: split for the workers' sake (about 8 batches)
+    batch, n_batches = confirm_batches(confirm, None if runs is not None else spr)
+    return Plan(spr, tuple(int(s) for s in search), int(batch), int(n_batches))
+
+
+def confirm_batches(confirm: int, seconds_per_run: float | None) -> tuple[int, int]:
+    """(runs per batch, batches) of ``confirm`` confirmation runs: batches of about
+    :data:`CONFIRM_BATCH_SECONDS` at ``seconds_per_run``, or about 8 when the runs are pinned
+    (``None``), equal and summing to the confirmation runs."""
+    if seconds_per_run is None:
         batch = min(confirm, MAX_BATCH_RUNS, max(MIN_BATCH_RUNS, math.ceil(confirm / 8)))
     else:
-        batch = int(min(MAX_BATCH_RUNS, max(MIN_BATCH_RUNS, CONFIRM_BATCH_SECONDS / spr)))
+        batch = int(min(MAX_BATCH_RUNS, max(MIN_BATCH_RUNS,
+                                            CONFIRM_BATCH_SECONDS / seconds_per_run)))
         batch = min(batch, confirm)
     n_batches = max(1, round(confirm / batch))
-    batch = math.ceil(confirm / n_batches)  # equal batches summing to the confirmation runs
-    return Plan(spr, tuple(int(s) for s in search), int(batch), int(n_batches))
+    return math.ceil(confirm / n_batches), n_batches
+
+
+def replan_confirmation(plan: Plan, state: PointState, budget_s: float) -> Plan:
+    """The confirmation re-planned at selection time from what the search measured: the
+    seconds per release from the pilot batches (many, long: the load the confirmation will
+    meet, where the short timing batch can catch a lull), plus the scoring share the timing
+    batch measured; the budget left after the timing and the search (at least half of the
+    confirmation's planned share, whatever the search overspent)."""
+    if state.timing is None or not state.pilots:
+        return plan
+    pilot_runs = sum(len(r.theta0) for r in state.pilots.values())
+    pilot_s = math.fsum(r.seconds for r in state.pilots.values() if math.isfinite(r.seconds))
+    t = state.timing
+    t_runs = max(len(t.theta0), 1)
+    t_score = t.score_seconds if math.isfinite(t.score_seconds) else 0.0
+    t_release = max(t.seconds - t_score, 1e-12) / t_runs
+    if pilot_runs <= 0 or not (pilot_s > 0 and math.isfinite(t.seconds)):
+        return plan
+    release = pilot_s / pilot_runs
+    spr = release * (1.0 + max(t_score, 0.0) / t_runs / t_release)
+    left = max(budget_s - t.seconds - pilot_s, 0.5 * (1 - PILOT_SHARE) * budget_s)
+    confirm = int(min(MAX_CONFIRM_RUNS, max(MIN_CONFIRM_RUNS, left / spr)))
+    batch, n_batches = confirm_batches(confirm, spr)
+    return Plan(plan.seconds_per_run, plan.search_runs, int(batch), int(n_batches))
 
 
 @dataclass(frozen=True)
@@ -465,6 +501,8 @@ class PointAuditor:
             if not alive:
                 return []
         if state.selection is None:
+            if self.runs is None:
+                state.plan = plan = replan_confirmation(plan, state, self.budget_s)
             state.selection = self._select(state, alive[0], len(plan.search_runs) - 1,
                                            tuple((r, sc) for r, (_, sc) in
                                                  enumerate(state.rounds)))

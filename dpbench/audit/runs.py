@@ -122,9 +122,7 @@ def _setup(point: AuditPoint, config: int) -> _Setup:
 
 def scoring_context(point: AuditPoint, config: int) -> ScoringContext:
     """What the scores of a configuration need (the client's side of the same pair)."""
-    s = _setup(point, config)
-    return ScoringContext(s.problem, s.algorithm, s.pair.d0, s.pair.d1,
-                          np.asarray(s.pair.direction, dtype=float), s.epsilon, s.delta)
+    return _context(_setup(point, config))
 
 
 def _sides(s: _Setup, rng: np.random.Generator, runs: int
@@ -146,40 +144,54 @@ TIMING_MAX_RUNS = 1 << 18
 
 
 def run_pilot(point: AuditPoint, work: Work) -> PilotResult:
-    """A pilot batch: ``work.runs`` releases on each side, kept. A timing batch grows its size
-    until it is long enough to time (:data:`TIMING_SECONDS`); it returns the last size's
-    releases and seconds."""
+    """A pilot batch: ``work.runs`` releases on each side, kept. A timing batch first warms up
+    (first calls, caches, imports, and fitting the distinguishers a confirmation would apply:
+    fixed costs, not per-run ones), then grows its size until it is long enough to time
+    (:data:`TIMING_SECONDS`), scoring its releases as a confirmation does; it returns the last
+    size's releases and seconds."""
     import time
 
     s = _setup(point, work.config)
     rng = point.batch_rng(work.config, work.key)
     runs = work.runs
-    if work.kind == "timing":  # warm up (first calls, caches, imports): a cold start is no rate
+    scorers: list[Scorer] = []
+    if work.kind == "timing":
         w0, w1, _ = _sides(s, np.random.default_rng(0), TIMING_WARMUP_RUNS)
-        _score_like_a_confirmation(s, w0, w1)
+        scorers = _confirmation_scorers(s, w0, w1)
+        _score(s, scorers, w0, w1)
     while True:
         t = time.perf_counter()
         t0, t1, ledgers = _sides(s, rng, runs)
+        released = time.perf_counter()
         if work.kind == "timing":  # a confirmation also scores every release: time that too
-            _score_like_a_confirmation(s, t0, t1)
+            _score(s, scorers, t0, t1)
         took = time.perf_counter() - t
         if work.kind != "timing" or took >= TIMING_SECONDS or runs >= TIMING_MAX_RUNS:
-            return PilotResult(t0, t1, claims_of(ledgers), took)
+            return PilotResult(t0, t1, claims_of(ledgers), took,
+                               took - (released - t) if work.kind == "timing" else 0.0)
         runs *= 4
 
 
-def _score_like_a_confirmation(s: _Setup, t0: np.ndarray, t1: np.ndarray) -> None:
-    """Score releases with every public scorer and with fitted distinguishers, as a
-    confirmation batch does (the timing of a point includes it)."""
+def _context(s: _Setup) -> ScoringContext:
+    return ScoringContext(s.problem, s.algorithm, s.pair.d0, s.pair.d1,
+                          np.asarray(s.pair.direction, dtype=float), s.epsilon, s.delta)
+
+
+def _confirmation_scorers(s: _Setup, t0: np.ndarray, t1: np.ndarray) -> list[Scorer]:
+    """Every public scorer and the distinguishers fitted on (a few) releases: what a
+    confirmation may apply."""
     from .scores import fit_histogram, fit_logistic
 
-    ctx = ScoringContext(s.problem, s.algorithm, s.pair.d0, s.pair.d1,
-                         np.asarray(s.pair.direction, dtype=float), s.epsilon, s.delta)
-    scorers = list(ctx.public())
+    scorers = list(_context(s).public())
     for fit in (fit_logistic, fit_histogram):
         fitted = fit(t0[: len(t0) // 2], t1[: len(t1) // 2]) if len(t0) >= 4 else None
         if fitted is not None:
             scorers.append(fitted)
+    return scorers
+
+
+def _score(s: _Setup, scorers: Sequence[Scorer], t0: np.ndarray, t1: np.ndarray) -> None:
+    ctx = _context(s)
     for sc in scorers:
         try:
             ctx.score(sc, t0)
@@ -196,8 +208,7 @@ def run_confirm(point: AuditPoint, work: Work, scorers: Sequence[Scorer],
 
     t = time.perf_counter()
     s = _setup(point, work.config)
-    ctx = ScoringContext(s.problem, s.algorithm, s.pair.d0, s.pair.d1,
-                         np.asarray(s.pair.direction, dtype=float), s.epsilon, s.delta)
+    ctx = _context(s)
     g0, g1 = point.batch_rng(work.config, work.key).spawn(2)
     counts = np.zeros((2, len(events)), dtype=np.int64)
     ledgers: list[PrivacyLedger] = []

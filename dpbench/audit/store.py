@@ -221,7 +221,8 @@ class AuditStore:
                                                     _num(b.get("seconds")))
             else:
                 arr = np.asarray(g[_array_name(key)][...], dtype=np.float64)
-                res = PilotResult(arr[0], arr[1], claims, _num(b.get("seconds")))
+                res = PilotResult(arr[0], arr[1], claims, _num(b.get("seconds")),
+                                  _num(b.get("score_seconds", 0.0)))
                 if key == "timing":
                     state.timing = res
                 else:
@@ -263,7 +264,8 @@ class AuditStore:
                                  dimension_names=["side", "run", "coordinate"])
             arr[...] = data
             entry = {"status": DONE, "claims": result.claims.to_list(),
-                     "seconds": _jnum(result.seconds), "runs": int(data.shape[1])}
+                     "seconds": _jnum(result.seconds), "runs": int(data.shape[1]),
+                     "score_seconds": _jnum(result.score_seconds)}
         elif isinstance(result, ConfirmResult):
             g["confirm_counts"][work.part] = np.stack([result.counts0, result.counts1])
             entry = {"status": DONE, "claims": result.claims.to_list(),

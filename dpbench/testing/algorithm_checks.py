@@ -23,6 +23,10 @@ from ..core.ratecard import RateCard
 from .problem_checks import _data
 
 _EPS = 1.0
+#: The privacy audit's point: the smallest dataset (a record is half of it: leaks of one
+#: record and data-dependent branches are most exposed) and the suites' δ.
+_AUDIT_N = 2
+_AUDIT_DELTA = 1e-5
 _DELTA_APPROX = 1e-6
 #: The dimension p the algorithm checks run in (3 unless a mechanism's ``check_settings`` or
 #: :func:`check_algorithm`'s ``p`` says otherwise).
@@ -384,6 +388,8 @@ def _harness_audit(algorithm: Algorithm, problem: Problem | None, *, runs: int |
     p = _dim() if p is None else p
     prob = _problem(algorithm, problem)
     eps, delta = _budget(algorithm, epsilon)
+    if delta > 0:
+        delta = _AUDIT_DELTA
     budget = _AUDIT_BUDGET.get()
     try:
         pt = make_point(algorithm, prob, n=n, p=p, epsilon=eps, delta=delta, name="harness",
@@ -394,8 +400,18 @@ def _harness_audit(algorithm: Algorithm, problem: Problem | None, *, runs: int |
     return result
 
 
+def privacy_audit(algorithm: Algorithm, problem: Problem | None = None, *,
+                  runs: int | None = None, alpha: float = 0.01) -> Any:
+    """The whole result of the audit :func:`check_empirical_privacy` runs (a
+    :class:`dpbench.audit.engine.PointResult`: ``violation``, ``epsilon_lb``, ``mu_lb``, the
+    configuration the search chose, the event, ``runs_completed``, ``seconds``,
+    ``resolution``), without asserting anything."""
+    return _harness_audit(algorithm, problem, runs=runs, n=_AUDIT_N, p=None, epsilon=_EPS,
+                          alpha=alpha)
+
+
 def audit_epsilon(algorithm: Algorithm, problem: Problem | None = None, *, runs: int | None = None,
-                  n: int = 4, p: int | None = None, epsilon: float = _EPS,
+                  n: int = 2, p: int | None = None, epsilon: float = _EPS,
                   alpha: float = 0.01) -> tuple[float, float]:
     """Empirical lower bound on the ε the mechanism spends, and the ε its ledger claims.
 
@@ -412,7 +428,7 @@ def check_empirical_privacy(algorithm: Algorithm, problem: Problem | None = None
     """Statistical audit: does the mechanism spend more privacy than its ledger claims?
 
     The audit ``dpbench audit`` runs by default (docs/audit.md), in this process: one point at
-    n = 4 (p of :func:`check_dimension`, ε = 1, δ = 1e-6 when approximate) searching every canary
+    n = 2 (p of :func:`check_dimension`, ε = 1, δ = 1e-5 when approximate) searching every canary
     that applies to the mechanism and the problem, within the default budget of 60 seconds
     (:func:`audit_budget` sets another; ``runs`` pins the confirmation runs), through the
     mechanism's fastest path (``run_batch``, ``run_many``, else ``run``): pilot runs choose the
@@ -429,7 +445,7 @@ def check_empirical_privacy(algorithm: Algorithm, problem: Problem | None = None
     """
     if algorithm.privacy == "none":
         return
-    r = _harness_audit(algorithm, problem, runs=runs, n=4, p=None, epsilon=_EPS, alpha=0.01)
+    r = privacy_audit(algorithm, problem, runs=runs)
     assert not r.violation, (
         f"{_label(algorithm)}: empirical privacy audit found ε ≥ {r.epsilon_lb:.3f}, "
         f"μ ≥ {r.mu_lb:.3f} (99% confidence, {r.config}, {r.runs_completed} confirmation runs "

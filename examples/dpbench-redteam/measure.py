@@ -1,25 +1,27 @@
 """Measure dpbench's privacy auditor against the red team (known true ε); print a Markdown table.
 
 Assumes the package is installed (``pip install -e examples/dpbench-redteam``); installs nothing.
-Runs ``suites/redteam.yaml`` through :func:`dpbench.audit.run_audits` into a temporary store
-(or ``--store PATH``, kept), reads the per-point results back from the store
-(:func:`dpbench.audit.open_audit`) and prints, per audit point: the variant, whether its ledger
-states μ, the canary, the claimed ε, the true ε (worst case over all neighbouring pairs) and the
-true ε of the pair the auditor actually used, the lower bounds ε_lb and μ_lb, the ε a μ_lb-GDP
-(Gaussian) output would have at the claimed δ (an assumption, never a verdict), dpbench's tightness
-(max(ε_lb/ε, μ_lb/μ) over the stated claims), ε_lb as a fraction of the true ε, whether the point
-was flagged, the runs per side and each point's summed batch time (``seconds``); the wall time of
-the whole run is printed once.
+Runs a red-team suite (default ``suites/redteam.yaml``; ``--suite suites/redteam_run.yaml`` for
+the run-only copies) through :func:`dpbench.audit.run_audits` into a temporary store (or
+``--store PATH``, kept), reads the per-point results back from the store (the report's reader,
+:func:`dpbench.audit.report.audit_section`) and prints, per audit point: the variant, whether its
+ledger states μ, the configuration the search chose, the claimed ε, the true ε (worst case over
+all neighbouring pairs, at the chosen n, ε, δ) and the true ε of the pair the auditor actually
+used (the variant's ``exact_epsilon``), the lower bounds ε_lb and μ_lb, the ε a μ_lb-GDP output
+would have at the claimed δ (an assumption, never a verdict), ε_lb as a fraction of the true ε,
+whether the point was flagged, the confirmation runs per side and each point's summed worker
+seconds; the wall time of the whole run is printed once.
 
-    python examples/dpbench-redteam/measure.py                    # default budget, 10^6 runs/side
-    python examples/dpbench-redteam/measure.py --runs 4000 --workers 0
+    python examples/dpbench-redteam/measure.py                       # default budget
+    python examples/dpbench-redteam/measure.py --suite examples/dpbench-redteam/suites/redteam_run.yaml
+    python examples/dpbench-redteam/measure.py --runs 20000 --workers 0   # pinned runs, inline
 """
 
 from __future__ import annotations
 
 import argparse
-import itertools
 import math
+import re
 import sys
 import tempfile
 import time
@@ -27,29 +29,29 @@ from pathlib import Path
 
 import yaml
 
-from dpbench.audit import open_audit, plan_audits, run_audits
-from dpbench.audit.verdicts import tightness
+from dpbench.audit import run_audits
+from dpbench.audit.report import audit_section
 from dpbench.config.suite import parse_suite
-from dpbench.core.neighbours import neighbouring_pair
 from dpbench.core.registry import get_algorithm, get_problem
 from dpbench.core.tags import get_tags
+from dpbench.store.cube import Store
 
 HERE = Path(__file__).resolve().parent
 SUITE = HERE / "suites" / "redteam.yaml"
-COLUMNS = ("variant", "ledger", "canary", "claimed ε", "true ε", "true ε (pair)", "ε_lb", "μ_lb",
-           "ε_lb if Gaussian", "tightness", "ε_lb/true ε", "flagged", "runs/side", "seconds")
+COLUMNS = ("variant", "ledger", "configuration", "claimed ε", "true ε", "true ε (pair)", "ε_lb",
+           "μ_lb", "ε_lb if Gaussian", "ε_lb/true ε", "flagged", "runs/side", "seconds")
 
 
-def load_suite(path: Path = SUITE, runs: int | None = None, batch: int | None = None):
-    """The red-team suite, optionally at another budget (``runs`` per side for every audit)."""
+def load_suite(path: Path = SUITE, runs: int | None = None):
+    """A red-team suite, optionally with pinned ``runs`` (confirmation runs per side) for every
+    audit (selection runs: a quarter of them)."""
     raw = yaml.safe_load(path.read_text())
     settings = raw.setdefault("audit", {})
-    if batch is not None:
-        settings["batch"] = batch
     if runs is not None:
-        settings["runs"] = runs
+        settings.update(runs=int(runs), selection_runs=max(200, int(runs) // 4))
         for audit in raw["audits"]:
-            audit.pop("runs", None)
+            for key in ("runs", "selection_runs", "budget_s"):
+                audit.pop(key, None)
     return parse_suite(yaml.safe_dump(raw, allow_unicode=True, sort_keys=False), str(path))
 
 
@@ -61,58 +63,87 @@ def _fmt(x: float, digits: int = 3) -> str:
     return f"{x:.{digits}g}"
 
 
+def _config_value(config: str, key: str, default: float) -> float:
+    """``key``'s value in a configuration text such as 'sphere, n=10, p=2, ε=1, δ=1e-05'."""
+    m = re.search(rf"(?:^|, ){re.escape(key)}=([^,]+)", config)
+    return float(m.group(1)) if m else default
+
+
 def rows(suite, store: str | Path) -> list[dict]:
-    """One row per audit point, from the store, with the analytic true ε of each variant."""
-    pairs = {}
-    for pt in plan_audits(suite).points:  # rebuild the pair the engine audits (same generator)
-        problem = pt.problem_cls(**pt.problem_params)
-        pairs[(pt.audit, pt.algorithm_label, pt.problem_label, pt.canary)] = neighbouring_pair(
-            problem, int(pt.point["n"]), int(pt.point["p"]), pt.canary, pt.pair_rng())
+    """One row per audit point, from the store, with the analytic worst-case true ε."""
     out = []
+    st = Store.open(str(store), mode="r")
     for audit in suite.audits:
-        ds = open_audit(store, audit.name)
-        for label, pl, n, p, eps, delta, canary in itertools.product(
-                *(ds[d].values for d in ("algorithm", "problem", "n", "p", "epsilon", "delta",
-                                         "canary"))):
-            spec = ds.attrs["algorithms"][str(label)]
-            algorithm = get_algorithm(spec["algorithm"])(**spec["params"])
-            pspec = ds.attrs["problems"][str(pl)]
-            rho = float(get_tags(get_problem(pspec["problem"])(**pspec["params"]))
-                        .isotropic_quadratic[0])
-            sel = dict(algorithm=label, problem=pl, n=n, p=p, epsilon=eps, delta=delta,
-                       canary=canary)
-            point = {v: ds[v].sel(sel).values.item() for v in (
-                "epsilon_lower_bound", "mu_lower_bound", "epsilon_lower_bound_gdp",
-                "epsilon_claimed", "mu_claimed",
-                "violation", "runs_completed", "note", "seconds")}
-            pair = pairs.get((audit.name, str(label), str(pl), str(canary)))
-            pair_eps = (math.nan if pair is None else
-                        algorithm.pair_epsilon(pair.d0.X, pair.d1.X, float(eps), float(delta), rho))
-            true = algorithm.true_epsilon(int(n), int(p), float(eps), float(delta), rho)
-            out.append({"audit": audit.name, "expect": audit.expect, "label": str(label),
-                        "variant": spec["algorithm"], "canary": str(canary), "true": true,
-                        "pair": pair_eps, **point})
+        sec = audit_section(st, audit.name)
+        for r in sec.rows:
+            spec = next(a for a in audit.algorithms if a.label == r.algorithm)
+            algorithm = get_algorithm(spec.name)(**spec.params)
+            pspec = next(p for p in audit.problems if p.label == r.problem)
+            problem = get_problem(pspec.name)(**pspec.params)
+            rho = float(get_tags(problem).isotropic_quadratic[0])
+            grid = {**{k: float(v) for k, v in r.grid.items()}}
+            n = int(_config_value(r.config, "n", grid.get("n", math.nan)))
+            p = int(_config_value(r.config, "p", grid.get("p", math.nan)))
+            eps = _config_value(r.config, "ε", grid.get("epsilon", math.nan))
+            delta = _config_value(r.config, "δ", grid.get("delta", math.nan))
+            worst = algorithm.true_epsilon(n, p, eps, delta, rho) if r.runs_completed else \
+                math.nan
+            out.append({"audit": audit.name, "expect": audit.expect, "row": r,
+                        "variant": spec.name, "true": worst})
     return out
 
 
 def table(points: list[dict]) -> str:
     lines = ["| " + " | ".join(COLUMNS) + " |", "|" + "---|" * len(COLUMNS)]
-    for r in points:
-        states_mu = math.isfinite(r["mu_claimed"])
-        tight = tightness(r["epsilon_lower_bound"], r["epsilon_claimed"], r["mu_lower_bound"],
-                          r["mu_claimed"])
-        frac = (max(r["epsilon_lower_bound"], 0.0) / r["true"]
-                if math.isfinite(r["true"]) and r["true"] > 0 else math.nan)
-        if r["runs_completed"] == 0:
-            flagged = f"n/a ({r['note']})" if r["note"] else "no runs"
+    for x in points:
+        r = x["row"]
+        states_mu = math.isfinite(r.mu_claimed)
+        frac = (max(r.epsilon_lb, 0.0) / x["true"]
+                if math.isfinite(x["true"]) and x["true"] > 0 else math.nan)
+        if r.runs_completed == 0:
+            flagged = f"n/a ({r.note})" if r.note else "no runs"
         else:
-            flagged = "yes" if r["violation"] else "no"
-        cells = [f"`{r['variant']}`", "μ stated" if states_mu else "ε only", r["canary"],
-                 _fmt(r["epsilon_claimed"]), _fmt(r["true"]), _fmt(r["pair"]),
-                 _fmt(r["epsilon_lower_bound"]), _fmt(r["mu_lower_bound"]),
-                 _fmt(r["epsilon_lower_bound_gdp"]), _fmt(tight, 2),
-                 _fmt(frac, 2), flagged, str(r["runs_completed"]), _fmt(r["seconds"], 2)]
+            flagged = "**yes**" if r.violation else "no"
+        cells = [f"`{x['variant']}`", "μ stated" if states_mu else "ε only",
+                 r.config or r.canary, _fmt(r.epsilon_claimed), _fmt(x["true"]),
+                 _fmt(r.true_epsilon), _fmt(r.epsilon_lb), _fmt(r.mu_lb),
+                 _fmt(r.epsilon_lb_gdp), _fmt(frac, 2), flagged, str(r.runs_completed),
+                 _fmt(r.seconds, 3)]
         lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+#: Run-only copies checked by ``--harness``: true ε ≥ 2 × claimed at the harness's point.
+HARNESS_VARIANTS = ("redteam_gaussian_run", "redteam_laplace_run", "redteam_sigma_2_run",
+                    "redteam_sigma_4_run", "redteam_sensitivity_l_over_n_run",
+                    "redteam_laplace_half_run", "redteam_constant_seed_run",
+                    "redteam_data_start_run", "redteam_no_clipping_run", "redteam_row_leak_run",
+                    "redteam_uniform_row_leak_run")
+
+
+def harness_table() -> str:
+    """``dpbench.testing.privacy_audit`` (what ``check_empirical_privacy`` asserts on) on each
+    run-only copy, μ not stated: one row per variant, in this process."""
+    from dpbench.testing import privacy_audit
+    from dpbench.testing.algorithm_checks import _AUDIT_DELTA, _AUDIT_N, _EPS
+
+    cols = ("variant", "true ε", "true ε (pair)", "ε_lb", "flagged", "configuration",
+            "runs/side", "seconds")
+    lines = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
+    for name in HARNESS_VARIANTS:
+        cls = get_algorithm(name)
+        algorithm = cls() if "laplace" in name else cls(state_mu=False)
+        t0 = time.perf_counter()
+        r = privacy_audit(algorithm)
+        wall = time.perf_counter() - t0
+        problem = r.point.problem()
+        rho = float(get_tags(problem).isotropic_quadratic[0])
+        delta = 0.0 if algorithm.privacy == "pure" else _AUDIT_DELTA
+        true = algorithm.true_epsilon(_AUDIT_N, int(r.point.point["p"]), _EPS, delta, rho)
+        lines.append("| " + " | ".join([
+            f"`{name}`", _fmt(true), _fmt(r.true_epsilon), _fmt(r.epsilon_lb),
+            "**yes**" if r.violation else "no",
+            r.config, str(r.runs_completed), f"{wall:.0f}"]) + " |")
     return "\n".join(lines)
 
 
@@ -120,16 +151,21 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--suite", type=Path, default=SUITE)
     ap.add_argument("--runs", type=int, default=None,
-                    help="runs per side for every audit (default: dpbench's default budget)")
-    ap.add_argument("--batch", type=int, default=None, help="runs per batch (cell)")
+                    help="pinned confirmation runs per side for every audit (default: "
+                         "dpbench's time budget)")
     ap.add_argument("--workers", type=int, default=None,
                     help="worker processes (default: one per core; 0 = inline, no dask)")
     ap.add_argument("--backend", default="dask", choices=("dask", "processes", "inline"))
     ap.add_argument("--store", type=Path, default=None,
                     help="keep the store here (default: a temporary directory, deleted)")
+    ap.add_argument("--harness", action="store_true",
+                    help="instead: the check harness's privacy audit on the run-only copies")
     args = ap.parse_args(argv)
+    if args.harness:
+        print(harness_table())
+        return 0
 
-    suite = load_suite(args.suite, args.runs, args.batch)
+    suite = load_suite(args.suite, args.runs)
     with tempfile.TemporaryDirectory(prefix="redteam-") as tmp:
         store = args.store if args.store is not None else Path(tmp) / "redteam.zarr"
         t0 = time.perf_counter()
@@ -144,7 +180,7 @@ def main(argv: list[str] | None = None) -> int:
           f"{summary.failed} failed; wall time of the whole run {seconds:.1f} s "
           f"(backend {summary.backend}; 'seconds' is each point's summed batch time on its "
           "worker).")
-    controls = [r for r in points if r["expect"] == "private" and r["violation"]]
+    controls = [x for x in points if x["expect"] == "private" and x["row"].violation]
     print(f"controls flagged: {len(controls)}; broken entries never flagged: "
           f"{', '.join(f'{a}/{label}' for a, label in summary.missed) or 'none'}")
     return 0

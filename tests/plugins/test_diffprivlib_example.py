@@ -166,3 +166,30 @@ def test_compare_suite_runs(package_installed, tmp_path):
         assert labels, group
         assert np.all(ds.epsilon_spent.sel(algorithm=labels).values <= 1.0 + 1e-12)
         assert np.all(ds.delta_spent.sel(algorithm=labels).values == 0.0)
+
+
+@pytest.mark.slow
+def test_default_audit_flags_the_shipped_mechanism_and_passes_the_fix(package_installed, tmp_path):
+    """`dpbench audit suites/audit.yaml`: default canary search, scores and events, nothing
+    planned by hand. The run count is pinned here (6000 confirmation runs per side, 1500 for the
+    search and selection: about what the default 60 s budget reaches on an idle 2-core machine)
+    so that the test is deterministic; the shipped calibration must be flagged (its true ε on
+    the pair the search finds is 1.37) and the CMS11-corrected variant must not."""
+    import yaml
+
+    from dpbench.audit import open_audit
+
+    raw = yaml.safe_load((package_installed / "suites" / "audit.yaml").read_text())
+    assert "runs" not in raw["audit"] and all("canaries" not in a for a in raw["audits"])
+    raw["audit"].update(runs=6000, selection_runs=1500)
+    suite = tmp_path / "audit.yaml"
+    suite.write_text(yaml.safe_dump(raw, allow_unicode=True, sort_keys=False))
+    store = tmp_path / "audit.zarr"
+    r = _dpbench("audit", str(suite), "--store", str(store), "--workers", "2", "--quiet",
+                 timeout=900)
+    assert r.returncode == 0, r.stdout + r.stderr
+    shipped = open_audit(store, "shipped")
+    assert bool(shipped.violation.values.all()), shipped.epsilon_lower_bound.values
+    assert float(shipped.true_epsilon.values.max()) == pytest.approx(1.371, abs=0.01)
+    corrected = open_audit(store, "corrected")
+    assert not bool(corrected.violation.values.any())

@@ -174,6 +174,29 @@ class DiffprivlibLogistic(Algorithm):
             return shipped_calibration(epsilon, q, alpha)
         return cms11_calibration(epsilon, q, alpha)
 
+    def exact_epsilon(self, d0: Any, d1: Any, problem: Any, *, epsilon: float,
+                      delta: float) -> float | None:
+        """The audit's "true ε" (p = 1 only, else None): the ε of the exact-argmin release law
+        (:mod:`dpbench_diffprivlib.exact`) on the pair, projected onto C = [−R, R] — the
+        supremum of |log density ratio| over a grid of 20 001 interior points and the log
+        ratios of the two end atoms. It is diffprivlib's mechanism with an exact solver; its
+        L-BFGS stops at a gradient tolerance (``tol``), so the real release differs from it by
+        about that much (docs/diffprivlib.md)."""
+        from .exact import cdf, privacy_loss
+
+        radius = getattr(problem.constraint, "radius", None)
+        if d0.p != 1 or d0.y is None or d1.y is None or radius is None:
+            return None
+        cal = self.calibration(problem, d0.n, float(epsilon))
+        a = (np.asarray(d0.X, float)[:, 0], np.asarray(d0.y, float))
+        b = (np.asarray(d1.X, float)[:, 0], np.asarray(d1.y, float))
+        R = float(radius)
+        interior = float(np.max(np.abs(privacy_loss(np.linspace(-R, R, 20001), a, b, cal))))
+        lo = cdf(np.array([-R]), *a, cal)[0], cdf(np.array([-R]), *b, cal)[0]
+        hi = 1.0 - cdf(np.array([R]), *a, cal)[0], 1.0 - cdf(np.array([R]), *b, cal)[0]
+        atoms = [abs(math.log(u / v)) for u, v in (lo, hi) if u > 0 and v > 0]
+        return max([interior, *atoms])
+
     def run(self, data, problem, *, epsilon, delta, rng) -> Release:
         from diffprivlib.accountant import BudgetAccountant
         from diffprivlib.models import LogisticRegression

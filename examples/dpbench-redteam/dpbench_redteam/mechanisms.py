@@ -44,14 +44,14 @@ import numpy as np
 from dpbench import (Algorithm, BatchRelease, Charge, NotApplicable, Param, PrivacyLedger,
                      RateCard, Release)
 from dpbench.core.tags import get_tags
-from dpbench.privacy.gaussian import analytic_gaussian_sigma, gdp_epsilon
+from dpbench.privacy.gaussian import analytic_gaussian_sigma, gdp_delta, gdp_epsilon
 
 __all__ = [
-    "LEAK_PROBABILITY", "RedTeamConstantSeed", "RedTeamDataStart", "RedTeamGaussian",
+    "LEAK_PROBABILITY", "RUN_ONLY", "RedTeamConstantSeed", "RedTeamDataStart", "RedTeamGaussian",
     "RedTeamLaplace", "RedTeamLaplaceHalf", "RedTeamNoClipping", "RedTeamRowLeak",
-    "RedTeamUniformRowLeak", "RUN_ONLY", "RedTeamSensitivityLOverN", "RedTeamSigma125", "RedTeamSigma15", "RedTeamSigma2",
-    "RedTeamSigma4", "VARIANTS", "clip_rows", "gaussian_sigma", "gdp_to_epsilon",
-    "row_norm_bound",
+    "RedTeamSensitivityLOverN", "RedTeamSigma125", "RedTeamSigma15", "RedTeamSigma2",
+    "RedTeamSigma4", "RedTeamUniformRowLeak", "VARIANTS", "clip_rows", "gaussian_sigma",
+    "gdp_to_epsilon", "row_norm_bound",
 ]
 
 #: Probability with which ``redteam_row_leak`` releases a data row instead of the noisy mean.
@@ -165,6 +165,15 @@ class _ClippedMean(Algorithm):
         """The exact ε at δ of the pair (D, D′) = (X0, X1) before the projection (an upper bound
         after it)."""
         raise NotImplementedError
+
+    def exact_epsilon(self, d0: Any, d1: Any, problem: Any, *, epsilon: float,
+                      delta: float) -> float | None:
+        """The audit's hook: :meth:`pair_epsilon` of the audited pair. Exact for the released
+        law up to the projection onto C, which can only lower it and, on the suites' ball of
+        radius 50 around outputs of norm ≤ ρ = 1, binds with probability below 10⁻¹⁰⁰."""
+        return float(self.pair_epsilon(np.asarray(d0.X, dtype=float),
+                                       np.asarray(d1.X, dtype=float), epsilon, delta,
+                                       row_norm_bound(problem)))
 
 
 # === the Gaussian family =========================================================================
@@ -463,9 +472,13 @@ class RedTeamUniformRowLeak(RedTeamRowLeak):
     """DELIBERATELY BROKEN: with probability q = 1e-3, releases a data row chosen uniformly at
     random (a sampling routine that returns a raw record now and then).
 
-    The canary row is released with probability q/n, an atom D′ does not have, so for the pair
-    δ(ε) ≥ q/n: the true ε at δ is ∞ for δ ≤ q/n (10⁻⁴ at n = 10, 5·10⁻⁴ at n = 2), and at most
-    ε(μ, (δ − q/n)/(1 − q/n)) above (the other rows' atoms are common to both sides).
+    On a pair the output law is a mixture: with probability 1 − q the Gaussian N(s(D), σ²I),
+    with probability q·m(x)/n the atom x for each distinct row x of multiplicity m(x). Atoms and
+    the Gaussian part are mutually singular, so the hockey stick adds up:
+    δ(ε) = (q/n)·Σₓ max(0, m₀(x) − e^ε·m₁(x)) + (1 − q)·δ_μ(ε), both orders, δ_μ the Gaussian
+    pair's (:func:`dpbench.privacy.gaussian.gdp_delta`). When the canary differs and nothing
+    else does, the first term is q/n: the true ε is ∞ for δ ≤ q/n (10⁻⁴ at n = 10, 5·10⁻⁴ at
+    n = 2) and ε(μ, (δ − q/n)/(1 − q)) above it.
     """
 
     name: ClassVar[str] = "redteam_uniform_row_leak"
@@ -487,10 +500,38 @@ class RedTeamUniformRowLeak(RedTeamRowLeak):
         return out
 
     def _epsilon(self, mu: float, n: int, delta: float) -> float:
+        """The worst case over pairs: the canary's atom on one side only."""
         q = self.leak_probability / n
         if delta <= q:
             return math.inf
-        return gdp_to_epsilon(mu, (delta - q) / (1.0 - q))
+        return gdp_to_epsilon(mu, (delta - q) / (1.0 - self.leak_probability))
+
+    def pair_epsilon(self, X0, X1, epsilon, delta, rho):
+        """The pair's ε from its hockey stick (class docstring), by bisection on ε."""
+        X0, X1 = np.asarray(X0, dtype=float), np.asarray(X1, dtype=float)
+        q, n = self.leak_probability, X0.shape[0]
+        mu = self.pair_mu(X0, X1, epsilon, delta, rho)
+        rows0 = [tuple(r) for r in X0]
+        rows1 = [tuple(r) for r in X1]
+        atoms = set(rows0) | set(rows1)
+        m0 = np.array([rows0.count(x) for x in atoms], dtype=float)
+        m1 = np.array([rows1.count(x) for x in atoms], dtype=float)
+
+        def excess(eps: float) -> float:
+            gauss = (1.0 - q) * (gdp_delta(mu, eps) if mu > 0 else 0.0)
+            a = max(np.maximum(m0 - math.exp(eps) * m1, 0).sum(),
+                    np.maximum(m1 - math.exp(eps) * m0, 0).sum())
+            return q / n * a + gauss - delta
+
+        if excess(0.0) <= 0:
+            return 0.0
+        if excess(60.0) > 0:
+            return math.inf
+        lo, hi = 0.0, 60.0
+        for _ in range(80):
+            mid = 0.5 * (lo + hi)
+            lo, hi = (mid, hi) if excess(mid) > 0 else (lo, mid)
+        return hi
 
 
 # === the Laplace family ==========================================================================
