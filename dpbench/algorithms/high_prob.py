@@ -297,7 +297,7 @@ class HighProb(Algorithm):
         when the base computes none."""
         base = self._checked_base()
         base_laws = getattr(base, "_line_laws", None)
-        if base_laws is None:
+        if base_laws is None or not type(self)._defined_at_or_below_run("_line_laws"):
             return None
         eps_run, delta_run, eps_sel = self.run_budget(epsilon, delta)
 

@@ -596,7 +596,11 @@ class Langevin(Algorithm):
 
     def _line_laws(self, d0: Dataset, d1: Dataset, problem: Problem, epsilon: float,
                    delta: float) -> tuple[LineLaw, LineLaw] | None:
-        """(:meth:`_line_law` on D, on D′), cached per pair; ``None`` when either is."""
+        """(:meth:`_line_law` on D, on D′), cached per pair; ``None`` when either is, or when a
+        subclass replaced :meth:`run` (these laws describe this class's ``run``)."""
+        if not type(self)._defined_at_or_below_run("_line_laws"):
+            return None
+
         def build() -> tuple[LineLaw, LineLaw] | None:
             laws = (self._line_law(d0, problem, epsilon, delta),
                     self._line_law(d1, problem, epsilon, delta))

@@ -867,8 +867,10 @@ class NoisySGD(Algorithm):
                    delta: float) -> tuple[LineLaw, LineLaw] | None:
         """The exact laws of the last iterate on D and D′ at p = 1 (:func:`noisy_sgd_line_law`,
         with :meth:`run`'s σ, T and steps), cached per pair; ``None`` for an averaged output, for
-        p > 1 or a C that is not an interval."""
-        if self.output != "last" or d0.p != 1 or line_interval(problem.constraint, 1) is None:
+        p > 1 or a C that is not an interval, and for a subclass that replaced :meth:`run` (the
+        broken zoo: these laws describe this class's ``run``)."""
+        if (self.output != "last" or d0.p != 1 or line_interval(problem.constraint, 1) is None
+                or not type(self)._defined_at_or_below_run("_line_laws")):
             return None
 
         def build() -> tuple[LineLaw, LineLaw]:

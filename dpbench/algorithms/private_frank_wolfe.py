@@ -285,7 +285,11 @@ class PrivateFrankWolfe(Algorithm):
 
     def _laws(self, d0: Dataset, d1: Dataset, problem: Problem, epsilon: float, delta: float
               ) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
-        """(points, probabilities on D, on D′) over the union of both laws' points."""
+        """(points, probabilities on D, on D′) over the union of both laws' points; ``None``
+        beyond :data:`MAX_EXACT_PATHS` or when a subclass replaced :meth:`run`."""
+        if not type(self)._defined_at_or_below_run("_laws"):
+            return None
+
         def build() -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
             laws = [self.output_law(d, problem, epsilon=epsilon, delta=delta) for d in (d0, d1)]
             if laws[0] is None or laws[1] is None:

@@ -59,6 +59,8 @@ MAX_NODES = 4097
 ROOT_GRID = 8
 #: Atoms closer than this (relative to the interval's length) are the same point.
 ATOM_TOL = 1e-9
+#: Pairs of laws (and their log-ratio tables) kept per process.
+_LAWS_SIZE = 16
 _SQRT2PI = math.sqrt(2.0 * math.pi)
 
 
@@ -436,19 +438,35 @@ def line_log_ratio(P: LineLaw, Q: LineLaw, x: np.ndarray) -> np.ndarray:
             hit = np.abs(x - a) <= ATOM_TOL * span
             out[hit] = np.log(mp) - np.log(mq) if (mp > 0 or mq > 0) else 0.0
             done |= hit
-        rest = ~done
-        if np.any(rest) and ref.size:
-            grid = np.linspace(ref.lo, ref.hi, (1 << 16) + 1)
-            table = np.log(np.maximum(P.density(grid), 1e-300)) - np.log(
-                np.maximum(Q.density(grid), 1e-300))
-            out[rest] = np.interp(x[rest], grid, table)
+    rest = ~done
+    if np.any(rest) and ref.size:
+        grid, table = _ratio_table(P, Q)
+        out[rest] = np.interp(x[rest], grid, table)
     return out
+
+
+_TABLES: dict[tuple[int, int], tuple[LineLaw, LineLaw, np.ndarray, np.ndarray]] = {}
+
+
+def _ratio_table(P: LineLaw, Q: LineLaw) -> tuple[np.ndarray, np.ndarray]:
+    """(grid, log f_P − log f_Q on it) over 2¹⁶ cells of the densities' interval, once per pair
+    of law objects (the audit scores every batch against the same two laws)."""
+    hit = _TABLES.get((id(P), id(Q)))
+    if hit is not None and hit[0] is P and hit[1] is Q:
+        return hit[2], hit[3]
+    ref = P if P.size else Q
+    grid = np.linspace(ref.lo, ref.hi, (1 << 16) + 1)
+    table = (np.log(np.maximum(P.density(grid), 1e-300))
+             - np.log(np.maximum(Q.density(grid), 1e-300)))
+    if len(_TABLES) >= _LAWS_SIZE:
+        _TABLES.pop(next(iter(_TABLES)))
+    _TABLES[(id(P), id(Q))] = (P, Q, grid, table)
+    return grid, table
 
 
 # --- a per-process cache of the laws of audited pairs ------------------------------------------
 
 _LAWS: dict[tuple[object, ...], object] = {}
-_LAWS_SIZE = 16
 
 
 def release_key(algorithm: object, problem: object, d0: object, d1: object, epsilon: float,
