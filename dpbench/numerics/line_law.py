@@ -30,6 +30,16 @@ the interpolants: the roots of f_P − γ f_Q are bracketed on a fine grid and r
 each positive piece is integrated with the Chebyshev antiderivative. :func:`line_epsilon` solves
 H_{e^ε} = δ for ε, both orders; :func:`line_log_ratio` is log p_P − log p_Q at releases
 (±inf at atoms only one law has).
+
+Numerical error. (i) Interpolation and quadrature converge geometrically in the number of
+points; :data:`NODES_PER_SD` points per standard deviation of the narrowest kernel leave the
+exact ε of the audit instances unchanged to < 1e-6 when doubled, and an independent trapezoid
+propagation on 3001 points agrees to 6e-10 (tests/plugins/test_exact_sgd.py). A propagation that
+would need more than :data:`MAX_NODES` points is refused (``ArithmeticError``), never run
+under-resolved. (ii) Roots are refined to 1e-15 in t; sign changes of f_P − γ f_Q where both
+densities are below 1e-12 of their peak (the interpolants' rounding noise is ~1e-16 of it) are
+cut at the grid point, an error below 1e-12 × peak × (hi − lo) in H_γ. (iii) ε is solved to 1e-12.
+The errors have no sign, and all are many orders of magnitude below the δ of any audit.
 """
 
 from __future__ import annotations
@@ -45,9 +55,9 @@ from scipy.fft import dct
 from scipy.optimize import brentq
 from scipy.special import ndtr
 
-__all__ = ["GaussianStep", "LineLaw", "MAX_NODES", "affine", "cached", "hockey_stick", "line_epsilon",
-           "line_log_ratio", "mix", "nodes_for", "point_mass", "propagate", "release_key",
-           "uniform"]
+__all__ = ["GaussianStep", "LineLaw", "MAX_NODES", "affine", "cached", "hockey_stick",
+           "line_epsilon", "line_log_ratio", "mix", "nodes_for", "point_mass", "propagate",
+           "release_key", "uniform"]
 
 #: Chebyshev points per Gaussian standard deviation across the interval (the narrowest kernel
 #: of a propagation): enough for geometric convergence of the interpolant and the quadrature.
@@ -98,11 +108,14 @@ def _standard(n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
 
 def nodes_for(width: float, lo: float, hi: float) -> int:
     """Chebyshev points for densities on [lo, hi] whose narrowest feature is a Gaussian of
-    standard deviation ``width`` (odd, in [MIN_NODES, MAX_NODES])."""
-    if not width > 0:
-        return MAX_NODES
-    n = int(math.ceil(NODES_PER_SD * (hi - lo) / width)) + 1
-    n = min(MAX_NODES, max(MIN_NODES, n))
+    standard deviation ``width``: :data:`NODES_PER_SD` per ``width`` across the interval, odd, at
+    least :data:`MIN_NODES`; ``ArithmeticError`` beyond :data:`MAX_NODES` (the law would not be
+    resolved: not computed)."""
+    need = NODES_PER_SD * (hi - lo) / width if width > 0 else math.inf
+    if not need < MAX_NODES:
+        raise ArithmeticError(f"a Gaussian of sd {width:.3g} on an interval of length "
+                              f"{hi - lo:.3g} needs more than {MAX_NODES} Chebyshev points")
+    n = max(MIN_NODES, int(math.ceil(need)) + 1)
     return n + 1 - n % 2
 
 
@@ -226,9 +239,11 @@ def _transition(points: np.ndarray, st: GaussianStep, lo: float, hi: float,
     dens = np.zeros((n, points.size))
     below = np.zeros(points.size)
     above = np.zeros(points.size)
+    rows = max(1, (1 << 21) // max(points.size, 1))  # bounded temporaries (16 MB)
     for c, pc in enumerate(probs):
-        z = (y[:, None] - means[c][None, :]) / s
-        dens += pc * np.exp(-0.5 * z * z) / (s * _SQRT2PI)
+        for r in range(0, n, rows):
+            z = (y[r:r + rows, None] - means[c][None, :]) / s
+            dens[r:r + rows] += pc * np.exp(-0.5 * z * z) / (s * _SQRT2PI)
         below += pc * ndtr((lo - means[c]) / s)
         above += pc * ndtr((means[c] - hi) / s)
     return dens, below, above
