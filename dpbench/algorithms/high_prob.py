@@ -21,11 +21,11 @@ from ..core.problem import Dataset, Problem
 from ..core.ratecard import RateCard
 from ..core.registry import get_algorithm
 from ..core.seeding import stable_hash
-from ..numerics.jit import specialise
+from ..numerics.jit import inlinable, specialise
 from ..numerics.kernels import kernel_arrays, resolve_kernel
+from ..numerics.line_law import LineLaw, cached, line_epsilon, line_log_ratio, release_key
 from ..privacy.ledger import Charge, PrivacyLedger
 from ..privacy.selection_law import BestOfK, RatioTable, best_of_k_epsilon
-from .noisy_sgd import inlinable
 
 #: Built-in bases of each privacy kind (see the design note in :class:`HighProb`).
 PURE_BASES: tuple[str, ...] = ("output_perturbation", "exp_mech", "localize",
@@ -126,6 +126,40 @@ def _table_key(alg: Algorithm, d0: Dataset, d1: Dataset, problem: Problem, epsil
     return stable_hash([alg.name, alg.get_params(), problem.name, problem.get_params(),
                         [d0.X.shape, d1.X.shape, d0.y is None, d1.y is None], arrays,
                         float(epsilon), float(delta)])
+
+
+def selected_line_law(base: LineLaw, data: Dataset, problem: Problem, k: int, epsilon_sel: float,
+                      L: float, diameter: float) -> LineLaw:
+    """The law of the candidate that :func:`select_candidates` picks among ``k`` i.i.d.
+    candidates of law ``base`` (p = 1, [derived]).
+
+    With w(θ) = exp(−ε_sel·𝓛(θ; D)/(2L‖C‖)) (the selection weights of
+    :func:`selection_probabilities`), P[output ∈ dy] = Σᵢ P[θᵢ ∈ dy, i selected]
+    = k·P_base(dy)·h(y), h(y) = E[w(y)/(w(y) + S)], S the sum of the other k − 1 weights.
+    Since 1/a = ∫₀^∞ e^{−ta} dt, h(y) = ∫₀^∞ e^{−u}·M(u/w(y))^{k−1} du with M(t) = E e^{−t·w(θ)}
+    the Laplace transform of one weight (u = t·w(y)); M is a Clenshaw–Curtis sum over the base
+    law's points and atoms, and the integral over u is adaptive (``scipy.integrate.quad_vec``).
+    Ties do not matter: equal candidates give the same output. Density values and atom masses
+    are multiplied by k·h at their points, so the output law lives on the base law's points.
+    """
+    from scipy.integrate import quad_vec
+
+    points = np.concatenate([base.nodes, base.atoms])
+    probs = np.concatenate([base.quadrature * base.values, base.masses])
+    losses = sum_losses(points[:, None], data, problem)
+    c = epsilon_sel / (2.0 * L * diameter)
+    w = np.exp(-c * (losses - losses.min()))  # ∈ (0, 1]; h is invariant to a common scale
+    if k == 1:
+        h = np.ones(points.size)
+    else:
+        def integrand(u: float) -> np.ndarray:
+            laplace = np.exp(-np.outer(u / w, w)) @ probs
+            return np.exp(-u) * laplace ** (k - 1)
+
+        h = quad_vec(integrand, 0.0, np.inf, epsabs=1e-15, epsrel=1e-12)[0]
+    scale = k * h
+    return LineLaw(base.lo, base.hi, base.values * scale[:base.size], base.atoms.copy(),
+                   base.masses * scale[base.size:])
 
 
 class _Rescale(ast.NodeTransformer):
@@ -271,6 +305,30 @@ class HighProb(Algorithm):
             "BST14 Appendix D (charged: docs/bst14.md Errata 10); oscillation ≤ 2L‖C‖"))
         return PrivacyLedger.from_charges(*charges)
 
+    # --- the output law (the audit's true ε) --------------------------------------------------
+    def _line_laws(self, d0: Dataset, d1: Dataset, problem: Problem, epsilon: float,
+                   delta: float) -> tuple[LineLaw, LineLaw] | None:
+        """The exact laws of the release on D and D′ at p = 1, from the base's exact laws at the
+        per-run budget (its ``_line_laws``, e.g. :class:`~dpbench.algorithms.noisy_sgd.NoisySGD`)
+        and the selection (:func:`selected_line_law`, each side with its own losses); ``None``
+        when the base computes none."""
+        base = self._checked_base()
+        base_laws = getattr(base, "_line_laws", None)
+        if base_laws is None or not type(self)._defined_at_or_below_run("_line_laws"):
+            return None
+        eps_run, delta_run, eps_sel = self.run_budget(epsilon, delta)
+
+        def build() -> tuple[LineLaw, LineLaw] | None:
+            laws = base_laws(d0, d1, problem, eps_run, delta_run)
+            if laws is None:
+                return None
+            L, diameter = float(problem.lipschitz), float(problem.constraint.diameter)
+            return tuple(selected_line_law(law, d, problem, self.runs, eps_sel, L,  # type: ignore[return-value]
+                                           diameter) for law, d in zip(laws, (d0, d1)))
+
+        return cached(release_key(self, problem, d0, d1, epsilon, delta), build)  # type: ignore[return-value]
+
+
     def run(
         self, data: Dataset, problem: Problem, *, epsilon: float, delta: float,
         rng: np.random.Generator,
@@ -330,13 +388,15 @@ class HighProb(Algorithm):
                       delta: float) -> float | None:
         """The ε(δ) of the released law on the pair, computed numerically for p = 1
         (:meth:`selection_laws`, :func:`dpbench.privacy.selection_law.best_of_k_epsilon`:
-        quadrature of the selection's normaliser, relative error ≲ 1e-10 on smooth losses),
-        ``None`` otherwise. It is far below the ledger's ε: composition charges all k runs and
+        quadrature of the selection's normaliser, relative error ≲ 1e-10 on smooth losses); for a
+        noisy SGD base (last iterate on an interval C) from its exact laws (:meth:`_line_laws`,
+        :func:`~dpbench.numerics.line_law.line_epsilon`); ``None`` otherwise. It is far below the ledger's ε: composition charges all k runs and
         the selection, while the release is one candidate, tilted by the selection."""
         laws = self.selection_laws(d0, d1, problem, epsilon=epsilon, delta=delta)
-        if laws is None:
-            return None
-        return best_of_k_epsilon(laws[0], laws[1], delta)
+        if laws is not None:
+            return best_of_k_epsilon(laws[0], laws[1], delta)
+        line = self._line_laws(d0, d1, problem, epsilon, delta)   # a noisy SGD base
+        return None if line is None else line_epsilon(line[0], line[1], delta)
 
     def log_density_ratio(self, thetas: np.ndarray, d0: Dataset, d1: Dataset, problem: Problem,
                           *, epsilon: float, delta: float) -> np.ndarray | None:
@@ -349,7 +409,10 @@ class HighProb(Algorithm):
         if table is None:
             laws = self.selection_laws(d0, d1, problem, epsilon=epsilon, delta=delta)
             if laws is None:
-                return None
+                line = self._line_laws(d0, d1, problem, epsilon, delta)   # a noisy SGD base
+                if line is None:
+                    return None
+                return line_log_ratio(line[0], line[1], np.asarray(thetas, dtype=float)[:, 0])
             table = _TABLES[key] = laws[0].ratio_table(laws[1])
             if len(_TABLES) > _TABLE_CACHE_SIZE:
                 _TABLES.popitem(last=False)

@@ -48,6 +48,18 @@ from ..core.sets import Ball, BallAt, ConstraintSet
 from ..core.time_limit import checkpoint
 from ..numerics.jit import specialise
 from ..numerics.kernels import LossKernel, kernel_arrays, quadratic_loss, resolve_kernel
+from ..numerics.line_law import (
+    GaussianStep,
+    LineLaw,
+    cached,
+    line_epsilon,
+    line_log_ratio,
+    nodes_for,
+    point_mass,
+    propagate,
+    release_key,
+    uniform,
+)
 from ..privacy.langevin import (
     beta_path_gdp,
     beta_path_lemma31,
@@ -61,7 +73,14 @@ from ..privacy.langevin import (
 )
 from ..privacy.ledger import Charge, PrivacyLedger
 from .gibbs import a8_lambda
-from .noisy_sgd import compiled_projection, inlinable, project_balls, uses_compiled_path
+from .noisy_sgd import (
+    RowGradients,
+    compiled_projection,
+    inlinable,
+    line_interval,
+    project_balls,
+    uses_compiled_path,
+)
 
 __all__ = ["Langevin", "LangevinPlan", "regularizer_strength", "langevin_path", "langevin_chains",
            "ou_path"]
@@ -529,6 +548,83 @@ class Langevin(Algorithm):
             "info['true_epsilon']", certified=False)
         return PrivacyLedger((charge,), claimed, delta, accounting="GTU Lemma 3.1 (paper-literal)",
                              certified=False), info
+
+    # --- the output law (the audit's true ε) --------------------------------------------------
+    def _line_law(self, data: Dataset, problem: Problem, epsilon: float,
+                  delta: float) -> LineLaw | None:
+        """The exact law of the released last point at p = 1 ([derived]); ``None`` for p > 1, a
+        C that is not an interval, or the path average.
+
+        The start θ₀ ~ Unif(C) is the uniform law on [lo, hi] (the centre's point mass when C
+        has no uniform sampler). ULA: T identical steps from θ of
+        N(θ − ηβ·(ḡ(θ) + λ_r(θ − c)), 2η), ḡ the mean clipped gradient, each projected onto C
+        (:func:`~dpbench.numerics.line_law.propagate`, one transition matrix for all T).
+        ``ou_exact``: the T exact OU transitions of :func:`ou_path` compose to one Gaussian,
+        θ_T = d̄ + e^{−βaTη}(θ₀ − d̄) + N(0, v), v = s²(1 − e^{−2βaTη})/(1 − e^{−2βaη}) with s
+        the per-step standard deviation, then the release projects it onto C: one step from
+        the uniform law (c = θ₀ − ∇ℒ(θ₀)/a = d̄ whatever θ₀, the loss being an isotropic
+        quadratic).
+        """
+        interval = line_interval(problem.constraint, data.p)
+        if self.output != "last" or interval is None:
+            return None
+        lo, hi = interval
+        plan = self.plan(problem, data.n, data.p, epsilon, delta)
+        start = (uniform(lo, hi) if hasattr(problem.constraint, "sample_uniform")
+                 else point_mass(float(problem.constraint.center(1)[0])))
+        if self.sampler == "ou_exact":
+            a = self._ou_curvature(problem, plan, data.p)
+            centre = float(self._ou_center(problem, data, problem.constraint.center(1), a)[0])
+            rate = plan.beta * a
+            decay = math.exp(-rate * plan.eta)
+            step_var = -math.expm1(-2.0 * rate * plan.eta) / rate
+            keep = decay ** plan.steps
+            sd = math.sqrt(step_var * -math.expm1(-2.0 * rate * plan.eta * plan.steps)
+                           / -math.expm1(-2.0 * rate * plan.eta))
+            step = GaussianStep(lambda x: (centre + keep * (x - centre))[None, :], np.ones(1),
+                                sd)
+            return propagate(start, [step], lo, hi, nodes_for(sd / max(1.0, keep), lo, hi))
+        grads = RowGradients(problem, data, float(problem.lipschitz))
+        centre = float(problem.constraint.center(1)[0])
+        move = plan.eta * plan.beta
+        sd = math.sqrt(2.0 * plan.eta)
+        step = GaussianStep(
+            lambda x: (x - move * (grads.probs @ grads(x) + plan.lam * (x - centre)))[None, :],
+            np.ones(1), sd)
+        slope = max(1.0, abs(1.0 - move * (float(problem.smoothness) + plan.lam)))
+        return propagate(start, [step] * plan.steps, lo, hi, nodes_for(sd / slope, lo, hi))
+
+    def _line_laws(self, d0: Dataset, d1: Dataset, problem: Problem, epsilon: float,
+                   delta: float) -> tuple[LineLaw, LineLaw] | None:
+        """(:meth:`_line_law` on D, on D′), cached per pair; ``None`` when either is, or when a
+        subclass replaced :meth:`run` (these laws describe this class's ``run``)."""
+        if not type(self)._defined_at_or_below_run("_line_laws"):
+            return None
+
+        def build() -> tuple[LineLaw, LineLaw] | None:
+            laws = (self._line_law(d0, problem, epsilon, delta),
+                    self._line_law(d1, problem, epsilon, delta))
+            return None if laws[0] is None or laws[1] is None else laws  # type: ignore[return-value]
+
+        return cached(release_key(self, problem, d0, d1, epsilon, delta), build)  # type: ignore[return-value]
+
+    def exact_epsilon(self, d0: Dataset, d1: Dataset, problem: Problem, *, epsilon: float,
+                      delta: float) -> float | None:
+        """The exact ε(δ) of the released point at p = 1 (:meth:`_line_law`, both orders of the
+        hockey stick). The ledger's GDP μ = βΔ√(t/2) covers the whole path on [0, t] with
+        Δ = 2L/n; the last point alone is far more private (near stationarity it is about
+        N(d̄, 1/β), a Gaussian mechanism of μ ≈ √β·|d̄ − d̄′|), so the true ε is well below the
+        claim."""
+        laws = self._line_laws(d0, d1, problem, epsilon, delta)
+        return None if laws is None else line_epsilon(laws[0], laws[1], delta)
+
+    def log_density_ratio(self, thetas: np.ndarray, d0: Dataset, d1: Dataset, problem: Problem,
+                          *, epsilon: float, delta: float) -> np.ndarray | None:
+        """log p_D(θ) − log p_D′(θ) from :meth:`exact_epsilon`'s laws (``None`` without them)."""
+        laws = self._line_laws(d0, d1, problem, epsilon, delta)
+        if laws is None:
+            return None
+        return line_log_ratio(laws[0], laws[1], np.asarray(thetas, dtype=float)[:, 0])
 
     def run(self, data: Dataset, problem: Problem, *, epsilon: float, delta: float,
             rng: np.random.Generator) -> Release:

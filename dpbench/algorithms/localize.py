@@ -31,7 +31,24 @@ from ..privacy.gaussian import analytic_gaussian_sigma, classical_gaussian_sigma
 from ..privacy.ledger import Charge, PrivacyLedger
 from ..privacy.noise import gaussian_noise
 from ..theory.expected_excess import localize_radius
-from .noisy_sgd import compiled_projection, noisy_sgd_chains, noisy_sgd_path
+from ..numerics.line_law import (
+    GaussianStep,
+    LineLaw,
+    cached,
+    line_epsilon,
+    line_log_ratio,
+    nodes_for,
+    point_mass,
+    propagate,
+    release_key,
+)
+from .noisy_sgd import (
+    compiled_projection,
+    line_interval,
+    noisy_sgd_chains,
+    noisy_sgd_line_law,
+    noisy_sgd_path,
+)
 from .output_perturbation import OutputPerturbation, SolverGapExceeded
 
 _SOLVER_GAP = Param(
@@ -379,6 +396,67 @@ class LocalizeGaussian(Algorithm):
             Charge(f"localize_gaussian step 2: noisy SGD on C ∩ B(θ₀, r₀), {plan.steps} steps "
                    f"(z={plan.z:.6g}, {ACCOUNTING})", plan.eps_sgd, delta / 2.0,
                    "BST14 Thm 2.1 / Thm B.1; RDP of the sampled Gaussian"))
+
+    # --- the output law (the audit's true ε) --------------------------------------------------
+    def _line_law(self, data: Dataset, problem: Problem, epsilon: float,
+                  delta: float) -> LineLaw | None:
+        """The exact law of the release on ``data`` at p = 1 ([derived]), or ``None``.
+
+        θ₀ = Π_C(θ̂ + b) is the projected Gaussian N(θ̂, σ₀²) on C = [lo, hi] (atoms at the ends).
+        When r₀ ≥ hi − lo, B(θ₀, r₀) ⊇ C for every θ₀ ∈ C, so C₀ = C whatever θ₀ (Dykstra's
+        projection onto C ∩ B(θ₀, r₀) is then Π_C) and NoisySGD starts at Π_{C₀}(θ₀) = θ₀: its
+        last iterate has the law :func:`~dpbench.algorithms.noisy_sgd.noisy_sgd_line_law` started
+        from θ₀'s law (step 1 forgets the start unless a gradient is clipped). ``None`` when
+        p > 1, C is not an interval, the output is the suffix average, or r₀ < hi − lo (the
+        region then moves with θ₀: a two-dimensional integral not done here).
+        """
+        interval = line_interval(problem.constraint, data.p)
+        if self.output != "last" or interval is None:
+            return None
+        lo, hi = interval
+        plan = self._plan(data, problem, epsilon, delta)
+        if plan.r0 < hi - lo:
+            return None
+        theta_hat = float(np.asarray(plan.opt.theta, dtype=float)[0])
+        start = propagate(point_mass(theta_hat),
+                          [GaussianStep(lambda x: x[None, :], np.ones(1), plan.sigma0)],
+                          lo, hi, nodes_for(plan.sigma0, lo, hi))
+        return noisy_sgd_line_law(
+            problem, data, constraint=problem.constraint, steps=plan.steps, sigma=plan.sigma,
+            lipschitz=float(problem.lipschitz), variant="strongly_convex",
+            strong_convexity=float(problem.strong_convexity), start=start)
+
+    def _line_laws(self, d0: Dataset, d1: Dataset, problem: Problem, epsilon: float,
+                   delta: float) -> tuple[LineLaw, LineLaw] | None:
+        """(:meth:`_line_law` on D, on D′), cached per pair; ``None`` when either is, or when a
+        subclass replaced :meth:`run` (these laws describe this class's ``run``)."""
+        if not type(self)._defined_at_or_below_run("_line_laws"):
+            return None
+
+        def build() -> tuple[LineLaw, LineLaw] | None:
+            laws = (self._line_law(d0, problem, epsilon, delta),
+                    self._line_law(d1, problem, epsilon, delta))
+            return None if laws[0] is None or laws[1] is None else laws  # type: ignore[return-value]
+
+        return cached(release_key(self, problem, d0, d1, epsilon, delta), build)  # type: ignore[return-value]
+
+    def exact_epsilon(self, d0: Dataset, d1: Dataset, problem: Problem, *, epsilon: float,
+                      delta: float) -> float | None:
+        """The exact ε(δ) of the release at p = 1 when r₀ ≥ ‖C‖ (:meth:`_line_law`; hockey
+        stick of the two laws in both orders, :func:`~dpbench.numerics.line_law.line_epsilon`).
+        θ₀ is not released, so the output perturbation's (ε/2, δ/2) is spent only through the
+        start of NoisySGD, which the strongly convex first step η₁ = 1/(Δn) forgets for
+        unclipped gradients: the true ε is then NoisySGD's alone, well below the claim."""
+        laws = self._line_laws(d0, d1, problem, epsilon, delta)
+        return None if laws is None else line_epsilon(laws[0], laws[1], delta)
+
+    def log_density_ratio(self, thetas: np.ndarray, d0: Dataset, d1: Dataset, problem: Problem,
+                          *, epsilon: float, delta: float) -> np.ndarray | None:
+        """log p_D(θ) − log p_D′(θ) from :meth:`exact_epsilon`'s laws (``None`` without them)."""
+        laws = self._line_laws(d0, d1, problem, epsilon, delta)
+        if laws is None:
+            return None
+        return line_log_ratio(laws[0], laws[1], np.asarray(thetas, dtype=float)[:, 0])
 
     def run(
         self, data: Dataset, problem: Problem, *, epsilon: float, delta: float,

@@ -84,8 +84,28 @@ from ..core.sets import ConstraintSet
 from ..core.time_limit import checkpoint
 from ..numerics.jit import specialise
 from ..numerics.kernels import kernel_arrays, resolve_kernel
+from ..numerics.line_law import (
+    GaussianStep,
+    LineLaw,
+    affine,
+    cached,
+    line_epsilon,
+    line_log_ratio,
+    mix,
+    nodes_for,
+    point_mass,
+    propagate,
+    release_key,
+)
 from ..privacy.ledger import Charge, PrivacyLedger
-from .noisy_sgd import BLOCK, compiled_projection, inlinable, project_balls
+from .noisy_sgd import (
+    BLOCK,
+    RowGradients,
+    compiled_projection,
+    inlinable,
+    line_interval,
+    project_balls,
+)
 
 __all__ = ["NoisyMirrorDescent", "Calibration", "calibrate", "composed_epsilon",
            "osmd_path", "osmd_chains", "expected_iterations"]
@@ -492,6 +512,81 @@ class NoisyMirrorDescent(Algorithm):
             charges=(charge,), epsilon=cal.epsilon, delta=cal.delta,
             accounting=("per-step Gaussian, sampling amplification (q = 1/n), advanced "
                         f"composition over T_max = 2n steps ({cal.mode} calibration)"))
+
+    # --- the output law (the audit's true ε) --------------------------------------------------
+    def _line_law(self, data: Dataset, problem: Problem, epsilon: float,
+                  delta: float) -> LineLaw | None:
+        """The exact law of the release on ``data`` at p = 1 when at most 2 fresh points are
+        recorded ([derived]); ``None`` for p > 1, a C that is not an interval, or m ≥ 3.
+
+        Step 1 is always fresh: it records w₁ (the centre) and moves to
+        W = Π_C(w₁ − η·clip_L(ℓ′(w₁; z_{y₁})) − ησξ), y₁ uniform over the n rows. With m = 1 the
+        loop stops there and releases w₁: a point mass, whatever the data. With m = 2, every
+        later step draws y₁ again with probability 1/n (a noise-only step W ← Π_C(W − ησξ)) or
+        a fresh index with probability 1 − 1/n, which records the current W and stops; the cap
+        2n allows j = 0 … 2n − 2 noise-only steps, so the release is (w₁ + W_j)/2 with
+        probability (1/n)^j·(1 − 1/n), and w₁ (one fresh point only) with probability
+        (1/n)^{2n−1}. Each W_j is a :func:`~dpbench.numerics.line_law.propagate` of the first
+        step and j noise-only steps; the release is their mixture, mapped by (w₁ + ·)/2.
+        """
+        interval = line_interval(problem.constraint, data.p)
+        if interval is None:
+            return None
+        lo, hi = interval
+        n = data.n
+        cal, eta, target = self._setup(n, data.p, problem, epsilon, delta)
+        w1 = float(problem.constraint.center(1)[0])
+        if target == 1:
+            return point_mass(w1)
+        if target > 2:
+            return None
+        sd = eta * cal.sigma
+        grads = RowGradients(problem, data, float(problem.lipschitz))
+        nodes = nodes_for(sd, lo, hi)
+        first = GaussianStep(lambda x: x[None, :] - eta * grads(x), grads.probs, sd)
+        noise = GaussianStep(lambda x: x[None, :], np.ones(1), sd)
+        law = propagate(point_mass(w1), [first], lo, hi, nodes)
+        parts, weights = [], []
+        for j in range(cal.steps_cap - 1):
+            if j:
+                law = propagate(law, [noise], lo, hi, nodes)
+            parts.append(affine(law, 0.5, 0.5 * w1))
+            weights.append((1.0 / n) ** j * (1.0 - 1.0 / n))
+        parts.append(point_mass(w1))
+        weights.append((1.0 / n) ** (cal.steps_cap - 1))
+        return mix(parts, weights)
+
+    def _line_laws(self, d0: Dataset, d1: Dataset, problem: Problem, epsilon: float,
+                   delta: float) -> tuple[LineLaw, LineLaw] | None:
+        """(:meth:`_line_law` on D, on D′), cached per pair; ``None`` when either is, or when a
+        subclass replaced :meth:`run` (these laws describe this class's ``run``)."""
+        if not type(self)._defined_at_or_below_run("_line_laws"):
+            return None
+
+        def build() -> tuple[LineLaw, LineLaw] | None:
+            laws = (self._line_law(d0, problem, epsilon, delta),
+                    self._line_law(d1, problem, epsilon, delta))
+            return None if laws[0] is None or laws[1] is None else laws  # type: ignore[return-value]
+
+        return cached(release_key(self, problem, d0, d1, epsilon, delta), build)  # type: ignore[return-value]
+
+    def exact_epsilon(self, d0: Dataset, d1: Dataset, problem: Problem, *, epsilon: float,
+                      delta: float) -> float | None:
+        """The exact ε(δ) of the release at p = 1 with at most 2 fresh points (:meth:`_line_law`,
+        both orders of the hockey stick). The data enter only through the one gradient of
+        step 1, taken at the data-independent centre, and only half of the step reaches the
+        release: the true ε is far below the claim, which composes 2n amplified steps. At the
+        default stop_fraction and n = 2 the release is the centre itself: ε = 0."""
+        laws = self._line_laws(d0, d1, problem, epsilon, delta)
+        return None if laws is None else line_epsilon(laws[0], laws[1], delta)
+
+    def log_density_ratio(self, thetas: np.ndarray, d0: Dataset, d1: Dataset, problem: Problem,
+                          *, epsilon: float, delta: float) -> np.ndarray | None:
+        """log p_D(θ) − log p_D′(θ) from :meth:`exact_epsilon`'s laws (``None`` without them)."""
+        laws = self._line_laws(d0, d1, problem, epsilon, delta)
+        if laws is None:
+            return None
+        return line_log_ratio(laws[0], laws[1], np.asarray(thetas, dtype=float)[:, 0])
 
     def run(
         self, data: Dataset, problem: Problem, *, epsilon: float, delta: float,

@@ -64,6 +64,7 @@ from ..core.params import Param
 from ..core.problem import Dataset, Problem
 from ..core.ratecard import RateCard
 from ..core.time_limit import checkpoint
+from ..numerics.line_law import cached, release_key
 from ..privacy.ledger import Charge, PrivacyLedger
 from ..privacy.profile import PrivacyProfile
 from ..privacy.selection import (
@@ -74,11 +75,36 @@ from ..privacy.selection import (
     step_rho,
 )
 
-__all__ = ["PrivateFrankWolfe", "theorem_steps"]
+__all__ = ["PrivateFrankWolfe", "discrete_epsilon", "theorem_steps"]
 
 #: Largest number of distinct vertex paths (|S|^(T−1)) for which ``run_batch`` groups chains by
 #: their state; above it the audit loops ``run``.
 MAX_BATCH_STATES = 20_000
+#: Largest number of vertex paths (|S|^(T−1)) whose probabilities :meth:`PrivateFrankWolfe.exact_epsilon`
+#: enumerates.
+MAX_EXACT_PATHS = 1 << 16
+
+
+def discrete_epsilon(P: np.ndarray, Q: np.ndarray, delta: float) -> float:
+    """The smallest ε ≥ 0 with Σ_x (P(x) − e^ε·Q(x))₊ ≤ δ for two laws on the same finite set
+    (inf when the mass P puts where Q has none exceeds δ). The sum is continuous and decreasing
+    in ε; bisection on ε to 1e-12."""
+    P, Q = np.asarray(P, dtype=float), np.asarray(Q, dtype=float)
+
+    def excess(eps: float) -> float:
+        return float(np.sum(np.maximum(P - math.exp(eps) * Q, 0.0)))
+
+    if excess(0.0) <= delta:
+        return 0.0
+    if float(np.sum(P[Q <= 0])) > delta:
+        return math.inf
+    lo, hi = 0.0, 1.0
+    while excess(hi) > delta:
+        lo, hi = hi, 2.0 * hi
+    while hi - lo > 1e-12 * max(1.0, hi):
+        mid = 0.5 * (lo + hi)
+        lo, hi = (mid, hi) if excess(mid) > delta else (lo, mid)
+    return hi
 
 
 def theorem_steps(n: int, epsilon: float, curvature: float, linf: float, l1_radius: float) -> int:
@@ -188,6 +214,130 @@ class PrivateFrankWolfe(Algorithm):
             info["paper_laplace_scale"] = (linf * l1 * math.sqrt(8.0 * T * math.log(1.0 / delta))
                                            / (n * epsilon))
         return T, eps0, sens, ledger, info
+
+    # --- the output law (the audit's true ε) --------------------------------------------------
+    def selection_probabilities(self, scores: np.ndarray, eps0: float, sens: float) -> np.ndarray:
+        """P[vertex j is chosen] for the scores u (|S|,) of one step, exactly: the exponential
+        mechanism's softmax of −ε₀u/(2Δ) (the law of the Gumbel-max draw), or for report-noisy-min
+        P[u_j + X_j < u_k + X_k ∀k ≠ j] = ∫ f_b(x − u_j) Π_{k≠j} S_b(x − u_k) dx with Laplace
+        density f_b and survival S_b, b = 2Δ/ε₀ (adaptive quadrature, breakpoints at the u_k)."""
+        u = np.asarray(scores, dtype=float)
+        if self.selection == "exponential":
+            logits = -(eps0 / (2.0 * sens)) * u
+            w = np.exp(logits - logits.max())
+            return w / w.sum()
+        from scipy.integrate import quad
+
+        b = 2.0 * sens / eps0
+
+        def survival(y: float) -> float:  # P[X > y], X ~ Laplace(0, b)
+            return 0.5 * math.exp(-y / b) if y >= 0 else 1.0 - 0.5 * math.exp(y / b)
+
+        out = np.empty(u.size)
+        for j in range(u.size):
+            others = np.delete(u, j)
+
+            def integrand(x: float) -> float:
+                return math.exp(-abs(x - u[j]) / b) / (2.0 * b) * float(
+                    np.prod([survival(x - v) for v in others]))
+
+            lo, hi = float(u.min()) - 60.0 * b, float(u.max()) + 60.0 * b
+            out[j] = quad(integrand, lo, hi, points=sorted(set(u.tolist())), limit=200,
+                          epsabs=1e-15, epsrel=1e-12)[0]
+        return out / out.sum()
+
+    def output_law(self, data: Dataset, problem: Problem, *, epsilon: float,
+                   delta: float) -> tuple[np.ndarray, np.ndarray] | None:
+        """The exact law of :meth:`run`'s θ_T: (distinct released points (k, p), their
+        probabilities (k,)), by enumerating the vertex paths ([derived]); ``None`` when there
+        are more than :data:`MAX_EXACT_PATHS` of them.
+
+        θ_T is a function of the chosen vertices, and each choice depends on the past only
+        through θ_t, so the law is carried forward over the distinct iterates: from θ_t with
+        probability π, vertex j leads to (1 − μ_t)θ_t + μ_t·s_j (the same floating-point
+        operations as :meth:`run`, so equal paths give equal floats) with probability
+        π·P_t(j) (:meth:`selection_probabilities` on the scores ⟨s, ∇F(θ_t)⟩). Released points
+        are distinct floats; paths that meet in the same float are merged.
+        """
+        n, p = data.n, data.p
+        T, eps0, sens, _, _ = self._calibration(n, problem, epsilon, delta)
+        C = problem.constraint
+        S = C.vertices(p)
+        if float(S.shape[0]) ** (T - 1) > MAX_EXACT_PATHS:
+            return None
+        states: dict[bytes, tuple[np.ndarray, float]] = {}
+        start = C.center(p)
+        states[start.tobytes()] = (start, 1.0)
+        for t in range(1, T):
+            mu = 2.0 / (t + 2.0)
+            nxt: dict[bytes, tuple[np.ndarray, float]] = {}
+            for theta, prob in states.values():
+                probs = self.selection_probabilities(S @ problem.full_grad(theta, data), eps0,
+                                                     sens)
+                for j in range(S.shape[0]):
+                    new = (1.0 - mu) * theta + mu * S[j]
+                    key = new.tobytes()
+                    nxt[key] = (new, nxt[key][1] + prob * probs[j] if key in nxt
+                                else prob * probs[j])
+            states = nxt
+        points = np.array([v[0] for v in states.values()])
+        return points, np.array([v[1] for v in states.values()])
+
+    def _laws(self, d0: Dataset, d1: Dataset, problem: Problem, epsilon: float, delta: float
+              ) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+        """(points, probabilities on D, on D′) over the union of both laws' points; ``None``
+        beyond :data:`MAX_EXACT_PATHS` or when a subclass replaced :meth:`run`."""
+        if not type(self)._defined_at_or_below_run("_laws"):
+            return None
+
+        def build() -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+            laws = [self.output_law(d, problem, epsilon=epsilon, delta=delta) for d in (d0, d1)]
+            if laws[0] is None or laws[1] is None:
+                return None
+            index: dict[bytes, int] = {}
+            points: list[np.ndarray] = []
+            masses = np.zeros((2, sum(len(m) for _, m in laws)))  # type: ignore[misc]
+            for side, (pts, probs) in enumerate(laws):  # type: ignore[misc]
+                for x, m in zip(pts, probs):
+                    k = index.setdefault(x.tobytes(), len(points))
+                    if k == len(points):
+                        points.append(x)
+                    masses[side, k] += m
+            return np.array(points), masses[0, :len(points)], masses[1, :len(points)]
+
+        return cached(release_key(self, problem, d0, d1, epsilon, delta), build)  # type: ignore[return-value]
+
+    def exact_epsilon(self, d0: Dataset, d1: Dataset, problem: Problem, *, epsilon: float,
+                      delta: float) -> float | None:
+        """The exact ε(δ) of θ_T on the pair: both laws enumerated (:meth:`output_law`), then
+        the smallest ε with Σ_x (P(x) − e^ε Q(x))₊ ≤ δ in both orders (a discrete law: the
+        hockey stick is a finite sum, solved by bisection to 1e-12). ``None`` beyond
+        :data:`MAX_EXACT_PATHS` paths."""
+        laws = self._laws(d0, d1, problem, epsilon, delta)
+        if laws is None:
+            return None
+        _, P, Q = laws
+        return max(discrete_epsilon(P, Q, delta), discrete_epsilon(Q, P, delta))
+
+    def log_density_ratio(self, thetas: np.ndarray, d0: Dataset, d1: Dataset, problem: Problem,
+                          *, epsilon: float, delta: float) -> np.ndarray | None:
+        """log P_D(θ) − log P_D′(θ) at released points (a discrete law: the ratio of the point
+        masses, ±inf at a point only one side releases, 0 at a point neither does)."""
+        laws = self._laws(d0, d1, problem, epsilon, delta)
+        if laws is None:
+            return None
+        points, P, Q = laws
+        thetas = np.asarray(thetas, dtype=float)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            ratio = np.where((P > 0) | (Q > 0), np.log(P) - np.log(Q), 0.0)
+        # nearest enumerated point (the releases are those floats exactly; the tolerance only
+        # absorbs a row that went through a different summation order)
+        d2 = ((thetas[:, None, :] - points[None, :, :]) ** 2).sum(axis=-1)
+        k = np.argmin(d2, axis=1)
+        scale = max(1.0, float(np.max(np.abs(points))))
+        out = ratio[k]
+        out[d2[np.arange(len(k)), k] > (1e-9 * scale) ** 2] = 0.0
+        return out
 
     # --- running ------------------------------------------------------------------------------
     def _select(self, scores: np.ndarray, eps0: float, sens: float,
