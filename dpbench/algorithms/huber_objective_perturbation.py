@@ -176,8 +176,14 @@ class HuberObjectivePerturbation(Algorithm):
     privacy: ClassVar[str] = "approx"
     requires: ClassVar[tuple[str, ...]] = ("convex", "lipschitz")
     version: ClassVar[str] = "1"
-    #: Generic harness (defined for the 1-D Huberised loss of BST14 Appendix D).
-    check_settings: ClassVar[dict[str, Any]] = {"problem": "hub_1d", "p": 1}
+    #: Generic harness (defined for the 1-D Huberised loss of BST14 Appendix D). The printed
+    #: regulariser's claim is nominal and the audit refutes it (docs/audit.md, 'Designated
+    #: instances'; suites/audit.yaml, nominal_huber_printed), so the privacy check is skipped here
+    #: and audited as an expected violation there.
+    check_settings: ClassVar[dict[str, Any]] = {
+        "problem": "hub_1d", "p": 1,
+        "skip": {"check_empirical_privacy": "the printed regulariser's claim is nominal (ledger "
+                 "not certified) and refuted by the audit: docs/audit.md"}}
     params: ClassVar[dict[str, Param]] = {
         "h": Param(0.1, low=0.0, low_open=True, doc="Huberisation parameter h (or c in h = c/√n)"),
         "h_rule": Param("fixed", kind="str", choices=("fixed", "sqrt_n"),

@@ -46,7 +46,7 @@ from ..core.problem import Dataset, Problem
 from ..core.ratecard import RateCard
 from ..core.sets import Ball, BallAt, ConstraintSet
 from ..core.time_limit import checkpoint
-from ..numerics.jit import specialise
+from ..numerics.jit import inlinable, specialise
 from ..numerics.kernels import LossKernel, kernel_arrays, quadratic_loss, resolve_kernel
 from ..numerics.line_law import (
     GaussianStep,
@@ -76,7 +76,6 @@ from .gibbs import a8_lambda
 from .noisy_sgd import (
     RowGradients,
     compiled_projection,
-    inlinable,
     line_interval,
     project_balls,
     uses_compiled_path,
@@ -226,7 +225,7 @@ _ULA_LOOPS: dict[Any, tuple[Any, Any]] = {}
 
 def _ula_loops(grad: Any) -> tuple[Any, Any]:
     """(:func:`_ula_block`, :func:`_ula_chains`) compiled for the kernel gradient ``grad``
-    (inlined when :func:`dpbench.algorithms.noisy_sgd.inlinable`), once per process and
+    (inlined when :func:`dpbench.numerics.jit.inlinable`), once per process and
     gradient, cached on disk (:func:`dpbench.numerics.jit.specialise`)."""
     loops = _ULA_LOOPS.get(grad)
     if loops is None:

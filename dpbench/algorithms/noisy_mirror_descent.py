@@ -82,7 +82,7 @@ from ..core.problem import Dataset, Problem
 from ..core.ratecard import RateCard
 from ..core.sets import ConstraintSet
 from ..core.time_limit import checkpoint
-from ..numerics.jit import specialise
+from ..numerics.jit import inlinable, specialise
 from ..numerics.kernels import kernel_arrays, resolve_kernel
 from ..numerics.line_law import (
     GaussianStep,
@@ -102,7 +102,6 @@ from .noisy_sgd import (
     BLOCK,
     RowGradients,
     compiled_projection,
-    inlinable,
     line_interval,
     project_balls,
 )
@@ -286,7 +285,7 @@ _OSMD_LOOPS: dict[Any, tuple[Any, Any]] = {}
 
 def _osmd_loops(grad: Any) -> tuple[Any, Any]:
     """(:func:`_osmd_block`, :func:`_osmd_chains`) compiled for the kernel gradient ``grad``
-    (inlined when :func:`dpbench.algorithms.noisy_sgd.inlinable`), once per process and
+    (inlined when :func:`dpbench.numerics.jit.inlinable`), once per process and
     gradient, cached on disk (:func:`dpbench.numerics.jit.specialise`)."""
     loops = _OSMD_LOOPS.get(grad)
     if loops is None:

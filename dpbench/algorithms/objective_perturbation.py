@@ -86,7 +86,8 @@ from ..numerics.solvers.perturbed_batch import (
 from ..privacy.gaussian import analytic_gaussian_sigma, pointwise_gaussian_sigma
 from ..privacy.ledger import Charge, PrivacyLedger
 from ..privacy.noise import gamma_norm_noise, gaussian_noise
-from ..privacy.projected import ProjectedNoise, centred_ball_radius, projected_epsilon
+from ..core.sets import centred_ball_radius
+from ..privacy.projected import ProjectedNoise, projected_epsilon
 from .output_perturbation import SolverGapExceeded
 
 __all__ = ["ObjPertCalibration", "ObjectivePerturbation", "calibrate_objective_perturbation",

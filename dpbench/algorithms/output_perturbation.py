@@ -15,7 +15,8 @@ from ..core.ratecard import RateCard
 from ..core.tags import get_tags
 from ..privacy.ledger import Charge, PrivacyLedger
 from ..privacy.noise import gamma_norm_noise
-from ..privacy.projected import ProjectedNoise, centred_ball_radius, projected_epsilon
+from ..core.sets import centred_ball_radius
+from ..privacy.projected import ProjectedNoise, projected_epsilon
 
 
 class SolverGapExceeded(RuntimeError):

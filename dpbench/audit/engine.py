@@ -390,6 +390,9 @@ def point_result(pt: AuditPoint, state: PointState, alpha: float,
         math.isfinite(res.mu_claimed) and res.mu_lb > res.mu_claimed * (1 + rtol))
         or profile_violation)
     res.resolution = resolution(n, a_each, res.epsilon_claimed, delta, res.mu_claimed)
+    if res.violation and not all(c.certified for c in claims):
+        res.note = ("the refuted claim is nominal: the ledger marks it not certified (a "
+                    "paper's guarantee as printed, or a library's)")
     if exact is not None:
         res.true_epsilon = exact(pt, sel.config)
     return res

@@ -213,11 +213,16 @@ def audit_section(store: Store, name: str) -> AuditSection:
     return sec
 
 
+#: Audits whose name starts so hold the mechanisms' designated instances (docs/audit.md).
+DESIGNATED_PREFIX = "designated_"
+
+
 def mechanism_tightness(sections: Sequence[AuditSection]) -> list[dict[str, Any]]:
     """Per private mechanism (algorithm label) over every ``expect: private`` audit of the run:
     the points judged, the violations, the best tightness and where it was reached, and — at
-    the point with an exact ε where the audit reached the largest share of it (its designated
-    instance) — the true ε, the share ε_lb / true ε and the claim's slack true ε / claimed ε.
+    its designated instance (the point of an audit named ``designated_…``; without one, the point
+    with an exact ε where the audit reached the largest share of it) — the true ε, the share
+    ε_lb / true ε and the claim's slack true ε / claimed ε.
     Summary: ``VIOLATION``, ``informative`` (some point reaches 10 % of the claim) or
     ``uninformative everywhere``."""
     best: dict[str, dict[str, Any]] = {}
@@ -229,14 +234,18 @@ def mechanism_tightness(sections: Sequence[AuditSection]) -> list[dict[str, Any]
                 "algorithm": r.algorithm, "points": 0, "violations": 0, "tightness": -math.inf,
                 "where": "", "true_epsilon": math.nan, "epsilon_lb": math.nan,
                 "epsilon_claimed": math.nan, "reach": math.nan, "slack": math.nan,
-                "instance": ""})
+                "instance": "", "designated": False})
             row["points"] += 1
             row["violations"] += int(r.violation)
             t = r.tightness if math.isfinite(r.tightness) else -math.inf
             where = f"{sec.name}: {r.problem}, {r.config or r.canary}, {r.runs_completed} runs"
             if t > row["tightness"]:
                 row["tightness"], row["where"] = t, where
-            if math.isfinite(r.reach) and not (row["reach"] >= r.reach):
+            designated = sec.name.startswith(DESIGNATED_PREFIX)
+            if designated and not row["designated"] or (
+                    designated == row["designated"] and math.isfinite(r.reach)
+                    and not (row["reach"] >= r.reach)):
+                row["designated"] = designated
                 row.update(true_epsilon=r.true_epsilon, epsilon_lb=r.epsilon_lb,
                            epsilon_claimed=r.epsilon_claimed, reach=r.reach, slack=r.slack,
                            instance=where)

@@ -436,3 +436,16 @@ class Polytope(ConstraintSet):
         if theta.ndim == 1:
             return self._project_one(theta)
         return np.stack([self._project_one(row) for row in theta])
+
+
+def centred_ball_radius(constraint: ConstraintSet, p: int) -> float | None:
+    """R when projecting onto ``constraint`` in R^p is projecting onto the centred ball B(0, R)
+    (a :class:`Ball`; for p = 1 also a box or an ℓ1 ball, the interval
+    [−R, R]), else ``None``."""
+    if isinstance(constraint, Ball):
+        return float(constraint.radius)
+    if p == 1 and isinstance(constraint, Box):
+        return float(constraint.half_width(1))
+    if p == 1 and isinstance(constraint, L1Ball):
+        return float(constraint.radius)
+    return None

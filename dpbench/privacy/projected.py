@@ -54,7 +54,6 @@ import numpy as np
 from scipy.optimize import brentq, minimize_scalar
 from scipy.special import log_ndtr
 
-from ..core.sets import Ball, Box, ConstraintSet, L1Ball
 
 __all__ = ["NOISES", "ProjectedNoise", "centred_ball_radius", "epsilon_for_delta",
            "hockey_stick_1d", "projected_epsilon"]
@@ -71,19 +70,6 @@ _DE_TAU = np.arange(-3.5, 3.5 + _DE_STEP / 2, _DE_STEP)
 _ANGLES = 4096
 #: Relative tolerance of the root in ε (then moved up until H_γ ≤ δ holds).
 _EPS_RTOL = 1e-12
-
-
-def centred_ball_radius(constraint: ConstraintSet, p: int) -> float | None:
-    """R when projecting onto ``constraint`` in R^p is projecting onto the centred ball B(0, R)
-    (a :class:`~dpbench.core.sets.Ball`; for p = 1 also a box or an ℓ1 ball, the interval
-    [−R, R]), else ``None``."""
-    if isinstance(constraint, Ball):
-        return float(constraint.radius)
-    if p == 1 and isinstance(constraint, Box):
-        return float(constraint.half_width(1))
-    if p == 1 and isinstance(constraint, L1Ball):
-        return float(constraint.radius)
-    return None
 
 
 def _log_sf(noise: str, x: np.ndarray | float, scale: float) -> np.ndarray:

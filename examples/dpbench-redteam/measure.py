@@ -125,7 +125,7 @@ def harness_table() -> str:
     """``dpbench.testing.privacy_audit`` (what ``check_empirical_privacy`` asserts on) on each
     run-only copy, μ not stated: one row per variant, in this process."""
     from dpbench.testing import privacy_audit
-    from dpbench.testing.algorithm_checks import _AUDIT_DELTA, _AUDIT_N, _EPS
+    from dpbench.testing.algorithm_checks import _AUDIT_N, _EPS
 
     cols = ("variant", "true ε", "true ε (pair)", "ε_lb", "flagged", "configuration",
             "runs/side", "seconds")
@@ -138,7 +138,7 @@ def harness_table() -> str:
         wall = time.perf_counter() - t0
         problem = r.point.problem()
         rho = float(get_tags(problem).isotropic_quadratic[0])
-        delta = 0.0 if algorithm.privacy == "pure" else _AUDIT_DELTA
+        delta = 0.0 if algorithm.privacy == "pure" else r.delta_claimed  # the searched δ chosen
         true = algorithm.true_epsilon(_AUDIT_N, int(r.point.point["p"]), _EPS, delta, rho)
         lines.append("| " + " | ".join([
             f"`{name}`", _fmt(true), _fmt(r.true_epsilon), _fmt(r.epsilon_lb),

@@ -44,8 +44,9 @@ RUN_ONLY = tuple(f"{name}_run" for name in CONTROLS + BROKEN)
 MUST_FLAG = {
     "broken_gaussian": [f"{v}.{ledger}" for v in (
         "redteam_sigma_1_5", "redteam_sigma_2", "redteam_sigma_4", "redteam_sensitivity_l_over_n",
-        "redteam_constant_seed", "redteam_data_start", "redteam_row_leak")
+        "redteam_constant_seed", "redteam_data_start")
         for ledger in ("mu", "no_mu")],
+    "broken_row_leak": ["redteam_row_leak.mu", "redteam_row_leak.no_mu"],
     "broken_no_clipping": ["redteam_no_clipping.mu", "redteam_no_clipping.no_mu"],
     "broken_laplace": ["redteam_laplace_half"],
     "broken_uniform_leak": ["redteam_uniform_row_leak.mu", "redteam_uniform_row_leak.no_mu"],
@@ -288,11 +289,10 @@ def test_audit_suite_at_test_budget(redteam, tmp_path):
 
 
 #: Run-only copies with true ε ≥ 2 × claimed at the harness's point (n = 2, ε = 1, δ = 1e-5):
-#: check_empirical_privacy must flag each within its default budget (60 s of compute).
-HARNESS_MUST_FLAG = ("redteam_sigma_2_run", "redteam_sigma_4_run",
-                     "redteam_sensitivity_l_over_n_run", "redteam_laplace_half_run",
-                     "redteam_constant_seed_run", "redteam_data_start_run",
-                     "redteam_no_clipping_run", "redteam_row_leak_run",
+#: check_empirical_privacy must flag each within its default budget (60 s of compute). Three of
+#: the nine are kept in the test suite (a minute each: the Gaussian family's hardest, σ/2 without μ;
+#: the pure Laplace bug; the uniform leak); `measure.py --harness` measures all nine (README.md).
+HARNESS_MUST_FLAG = ("redteam_sigma_2_run", "redteam_laplace_half_run",
                      "redteam_uniform_row_leak_run")
 
 
