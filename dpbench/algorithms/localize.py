@@ -99,7 +99,9 @@ class Localize(Algorithm):
     citation: ClassVar[str] = "Bassily, Smith, Thakurta (FOCS 2014), Algorithm 4, Thm 4.1 and 4.3"
     privacy: ClassVar[str] = "pure"
     requires: ClassVar[tuple[str, ...]] = ("convex", "lipschitz", "strongly_convex")
-    version: ClassVar[str] = "1"
+    # 2: an MCMC chain whose start θ₀ = Π_C(θ̂ + b) rounds an ulp outside C is pulled inside
+    # (numerics.samplers.mcmc.inward_start) instead of raising; other seeds are unchanged.
+    version: ClassVar[str] = "2"
     params: ClassVar[dict[str, Param]] = {
         "radius_rule": Param(
             "quantile", kind="str", choices=("quantile", "paper"),
