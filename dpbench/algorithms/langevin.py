@@ -207,7 +207,7 @@ _ULA_LOOPS: dict[Any, tuple[Any, Any]] = {}
 
 def _ula_loops(grad: Any) -> tuple[Any, Any]:
     """(:func:`_ula_block`, :func:`_ula_chains`) compiled for the kernel gradient ``grad``
-    (inlined when :func:`dpbench.algorithms.noisy_sgd.inlinable`), once per process and
+    (inlined when :func:`dpbench.numerics.jit.inlinable`), once per process and
     gradient, cached on disk (:func:`dpbench.numerics.jit.specialise`)."""
     loops = _ULA_LOOPS.get(grad)
     if loops is None:

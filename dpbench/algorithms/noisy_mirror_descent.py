@@ -266,7 +266,7 @@ _OSMD_LOOPS: dict[Any, tuple[Any, Any]] = {}
 
 def _osmd_loops(grad: Any) -> tuple[Any, Any]:
     """(:func:`_osmd_block`, :func:`_osmd_chains`) compiled for the kernel gradient ``grad``
-    (inlined when :func:`dpbench.algorithms.noisy_sgd.inlinable`), once per process and
+    (inlined when :func:`dpbench.numerics.jit.inlinable`), once per process and
     gradient, cached on disk (:func:`dpbench.numerics.jit.specialise`)."""
     loops = _OSMD_LOOPS.get(grad)
     if loops is None:

@@ -24,7 +24,6 @@ import math
 from typing import Any, ClassVar
 
 import numpy as np
-from numba import njit
 
 from ..core.algorithm import Algorithm, BatchRelease, Release
 from ..core.errors import NotApplicable
@@ -34,7 +33,7 @@ from ..core.ratecard import RateCard
 from ..core.sets import Ball, BallAt, ConstraintSet, Intersection
 from ..core.tags import get_tags
 from ..core.time_limit import checkpoint
-from ..numerics.jit import cached_njit, specialise
+from ..numerics.jit import cached_njit, inlinable, specialise
 from ..numerics.kernels import LossKernel, kernel_arrays, resolve_kernel
 from ..privacy.accountant import (
     ACCOUNTING_PLD,
@@ -267,18 +266,6 @@ def _sgd_chains(X, y, prm, rng, thetas, accs, t_first, m, c,  # type: ignore[no-
 
 
 _LOOPS: dict[Any, tuple[Any, Any]] = {}
-
-
-def inlinable(grad: Any) -> Any:
-    """A kernel function ``grad`` (a gradient, or a loss) as a global to bind into a loop
-    template (:func:`dpbench.numerics.jit.specialise`): an ``inline="always"`` copy when it is
-    compiled with numba's default options, else ``grad`` itself (called). Inlined at numba-IR
-    level, the function is compiled with the loop's options, so only a kernel with the default
-    ones (no fastmath, ...) may be inlined without changing its arithmetic."""
-    options = dict(getattr(grad, "targetoptions", {"fastmath": None}))
-    options.pop("nopython", None)
-    plain = hasattr(grad, "py_func") and options in ({}, {"boundscheck": None})
-    return njit(inline="always")(grad.py_func) if plain else grad
 
 
 def _compiled_loops(grad: Any, *, cache: bool = True) -> tuple[Any, Any]:

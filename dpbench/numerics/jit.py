@@ -42,7 +42,7 @@ from typing import Any
 from numba import njit
 from numba.core.caching import FunctionCache, IndexDataCacheFile
 
-__all__ = ["SafeFunctionCache", "cached_njit", "specialise"]
+__all__ = ["SafeFunctionCache", "cached_njit", "inlinable", "specialise"]
 
 
 def _file_stamp(path: str) -> str:
@@ -216,3 +216,15 @@ def specialise(template: Callable, bindings: dict[str, Any], *, cache: bool = Tr
     if cache and files is not None:
         _enable_safe_cache(dispatcher, sorted(files))
     return dispatcher
+
+
+def inlinable(grad: Any) -> Any:
+    """A kernel function ``grad`` (a gradient, or a loss) as a global to bind into a loop
+    template (:func:`dpbench.numerics.jit.specialise`): an ``inline="always"`` copy when it is
+    compiled with numba's default options, else ``grad`` itself (called). Inlined at numba-IR
+    level, the function is compiled with the loop's options, so only a kernel with the default
+    ones (no fastmath, ...) may be inlined without changing its arithmetic."""
+    options = dict(getattr(grad, "targetoptions", {"fastmath": None}))
+    options.pop("nopython", None)
+    plain = hasattr(grad, "py_func") and options in ({}, {"boundscheck": None})
+    return njit(inline="always")(grad.py_func) if plain else grad

@@ -46,7 +46,7 @@ from ...core.errors import NotApplicable
 from ...core.problem import Dataset, Problem
 from ...core.sets import Ball, BallAt, ConstraintSet, Intersection
 from ...core.time_limit import checkpoint
-from ..jit import specialise
+from ..jit import inlinable, specialise
 from ..kernels import LossKernel, kernel_arrays
 
 __all__ = ["KINDS", "BASE_STEP", "STEPS_PER_UNIT", "MIN_STEPS", "START_RTOL", "region_balls",
@@ -219,10 +219,6 @@ _CHAINS: dict[tuple[Any, Any], _Chain] = {}
 def _compiled_chain(kern: LossKernel) -> _Chain:
     """The templates above compiled for ``kern`` (once per process and kernel; cached on disk
     when the kernel's functions are module-level, :func:`dpbench.numerics.jit.specialise`)."""
-    # NoisySGD's rule for inlining a kernel function (imported here: algorithms import this
-    # module at import time)
-    from ...algorithms.noisy_sgd import inlinable
-
     key = (kern.loss, kern.grad)
     chain = _CHAINS.get(key)
     if chain is None:
