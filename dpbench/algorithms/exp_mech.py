@@ -20,7 +20,7 @@ from ..core.ratecard import RateCard
 from ..core.tags import get_tags
 from ..numerics.samplers.expmech import SAMPLERS, sample_expmech, sample_expmech_many
 from ..numerics.samplers.mcmc import default_steps
-from ..privacy.gibbs_law import gibbs_epsilon, gibbs_log_density_ratio
+from ..numerics.gibbs_law import gibbs_epsilon, gibbs_log_density_ratio
 from ..privacy.ledger import Charge, PrivacyLedger
 
 
@@ -119,7 +119,7 @@ class ExpMech(Algorithm):
     def exact_epsilon(self, d0: Dataset, d1: Dataset, problem: Problem, *, epsilon: float,
                       delta: float) -> float | None:
         """The exact ε(δ) of the exact sampler's law exp(−k·𝓛(θ; D)) on C against D′'s, k =
-        ε/(2L‖C‖) (:func:`dpbench.privacy.gibbs_law.gibbs_epsilon`: closed form on LB-Lin and
+        ε/(2L‖C‖) (:func:`dpbench.numerics.gibbs_law.gibbs_epsilon`: closed form on LB-Lin and
         the isotropic quadratics — R‖B − B′‖ + |log Z − log Z′| at δ = 0, the sup of the linear log
         ratio on ∂C — and 1-D quadrature of ``problem.loss`` at p = 1). ``None`` for the MCMC
         samplers (the law of a finite chain is not available) and where no route applies."""
@@ -132,7 +132,7 @@ class ExpMech(Algorithm):
     def log_density_ratio(self, thetas: np.ndarray, d0: Dataset, d1: Dataset, problem: Problem,
                           *, epsilon: float, delta: float) -> np.ndarray | None:
         """log π_D(θ) − log π_D′(θ) = −k(ℓ(θ; z) − ℓ(θ; z′)) − log Z_D + log Z_D′ of the exact
-        sampler's law (:func:`dpbench.privacy.gibbs_law.gibbs_log_density_ratio`); ``None`` as
+        sampler's law (:func:`dpbench.numerics.gibbs_law.gibbs_log_density_ratio`); ``None`` as
         for :meth:`exact_epsilon`."""
         if self.sampler != "exact":
             return None

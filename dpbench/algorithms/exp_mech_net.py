@@ -19,7 +19,7 @@ from ..core.ratecard import RateCard
 from ..core.sets import ConstraintSet
 from ..core.time_limit import checkpoint
 from ..numerics.samplers.mcmc import region_balls
-from ..privacy.exact_loss import epsilon_pieces
+from ..privacy.exact_loss import digest, epsilon_pieces, memo
 from ..privacy.ledger import Charge, PrivacyLedger
 from .exp_mech import expmech_temperature
 
@@ -147,8 +147,10 @@ class ExpMechNet(Algorithm):
         """log P(θ) − log P′(θ) at each release θ (a grid point, located by its integer
         coordinates on the cubic grid); +∞/−∞ never occur (both laws charge every point), a row
         off the grid gets 0."""
-        grid, _, logp0 = self._net(d0, problem, epsilon)
-        _, _, logp1 = self._net(d1, problem, epsilon)
+        grid, _, logp0 = memo(digest("net", self, problem, d0, epsilon),
+                              lambda: self._net(d0, problem, epsilon))
+        _, _, logp1 = memo(digest("net", self, problem, d1, epsilon),
+                           lambda: self._net(d1, problem, epsilon))
         thetas = np.atleast_2d(np.asarray(thetas, dtype=float))
         gamma = self.spacing * float(problem.constraint.diameter)
         origin = grid.min(axis=0)

@@ -57,7 +57,7 @@ from ..core.sets import Ball, Box
 from ..core.tags import get_tags
 from ..numerics.samplers.expmech import SAMPLERS, sample_expmech, sample_expmech_many
 from ..privacy.gaussian import gdp_mu
-from ..privacy.gibbs_law import gibbs_epsilon, gibbs_log_density_ratio
+from ..numerics.gibbs_law import gibbs_epsilon, gibbs_log_density_ratio
 from ..privacy.langevin import beta_a4_literal, beta_a4_tight
 from ..privacy.ledger import Charge, PrivacyLedger
 
@@ -309,7 +309,7 @@ class Gibbs(Algorithm):
     def exact_epsilon(self, d0: Dataset, d1: Dataset, problem: Problem, *, epsilon: float,
                       delta: float) -> float | None:
         """The exact ε(δ) of π_β ∝ exp(−β𝓛̄) on C (β from this configuration's calibration, the A8
-        problem when regularised) for D against D′ (:func:`dpbench.privacy.gibbs_law.
+        problem when regularised) for D against D′ (:func:`dpbench.numerics.gibbs_law.
         gibbs_epsilon`: on the isotropic quadratics N(d̄, I/β) truncated to the ball, a tilted
         ball whose privacy loss is linear in ⟨θ, u⟩, u ∥ d̄ − d̄′, so ε(δ) is that of the laws of
         ⟨θ, u⟩ (p ≤ 2 for δ > 0); 1-D quadrature of the loss at p = 1). ``None`` for MCMC."""

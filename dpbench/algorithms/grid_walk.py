@@ -25,7 +25,7 @@ from ..core.ratecard import RateCard
 from ..core.sets import Ball
 from ..core.time_limit import checkpoint
 from ..numerics.kernels import LossKernel, kernel_arrays, sum_grad, sum_loss
-from ..privacy.exact_loss import epsilon_pieces
+from ..privacy.exact_loss import digest, epsilon_pieces, memo
 from ..privacy.ledger import Charge, PrivacyLedger
 
 MAX_DIM = 3
@@ -285,7 +285,7 @@ def walk_output_law(kern: LossKernel, data: Dataset, consts: dict[str, float], R
     release is the first success among the m tries of Algorithm 6, else a uniform point of
     [−min(1, R), min(1, R)]. So its density is Σⱼ πⱼ·1[θ ∈ cell j]/γ·(1 − (1 − a)^m)/a plus
     (1 − a)^m times the uniform density, constant between consecutive cell edges, C's ends and
-    ±min(1, R).
+    ±min(1, R); the ends of C beyond the outermost cells carry the fallback's density only.
     """
     gamma = consts["gamma"]
     lo, hi = _cell_range(R, gamma)
@@ -312,7 +312,9 @@ def walk_output_law(kern: LossKernel, data: Dataset, consts: dict[str, float], R
         moved[-1], moved[:-1] = -np.inf, log_pi[1:] + log_down
         log_pi = np.logaddexp(nxt, moved)
     left, right = cells * gamma, (cells + 1) * gamma
-    inside = np.clip((np.minimum(right, R) - np.maximum(left, -R)) / gamma, 0.0, 1.0)
+    # exactly 1 for a cell within C (a rounded 1 − 1e−16 would invent fallback mass)
+    inside = np.where((left >= -R) & (right <= R), 1.0,
+                      np.clip((np.minimum(right, R) - np.maximum(left, -R)) / gamma, 0.0, 1.0))
     with np.errstate(divide="ignore"):
         # log(1 − a) from the cells that stick out of C only (exactly −∞ when no walk reaches
         # them, as at few steps: then no try ever fails)
@@ -327,7 +329,11 @@ def walk_output_law(kern: LossKernel, data: Dataset, consts: dict[str, float], R
     mids = 0.5 * (edges[:-1] + edges[1:])
     widths = np.diff(edges)
     cell = np.clip(np.floor(mids / gamma).astype(np.int64) - lo, 0, cells.size - 1)
-    log_density = np.logaddexp(log_pi[cell] - math.log(gamma) + math.log(success),
+    # the ends of C beyond the outermost cells (|θ| > (hi + 1)γ when R is not a multiple of γ
+    # away from a centre) are reached by the fallback only
+    covered = (mids >= left[0]) & (mids <= right[-1])
+    walk = np.where(covered, log_pi[cell] - math.log(gamma) + math.log(success), -np.inf)
+    log_density = np.logaddexp(walk,
                                np.where(np.abs(mids) <= half, log_fail - math.log(2.0 * half),
                                         -np.inf))
     return edges, log_density + np.log(widths)
@@ -446,7 +452,8 @@ class ExpMechGridWalk(Algorithm):
         lo, hi = _cell_range(R, consts["gamma"])
         if hi - lo + 1 > EXACT_MAX_CELLS:
             return None
-        return walk_output_law(kern, data, consts, R, self.steps)
+        return memo(digest("grid walk law", self, problem, data, epsilon),
+                    lambda: walk_output_law(kern, data, consts, R, self.steps))
 
     def exact_epsilon(self, d0: Dataset, d1: Dataset, problem: Problem, *, epsilon: float,
                       delta: float) -> float | None:

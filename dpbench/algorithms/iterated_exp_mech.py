@@ -38,7 +38,7 @@ from ..core.ratecard import RateCard
 from ..core.sets import BallAt, ConstraintSet, Intersection
 from ..numerics.samplers.expmech import SAMPLERS, sample_expmech, sample_expmech_many
 from ..numerics.samplers.mcmc import region_balls
-from ..privacy.gibbs_law import gibbs_epsilon, gibbs_log_density_ratio
+from ..numerics.gibbs_law import gibbs_epsilon, gibbs_log_density_ratio
 from ..privacy.ledger import Charge, PrivacyLedger
 from .exp_mech import expmech_temperature
 from .gibbs import has_exact_expmech, mcmc_theorem_note
@@ -175,7 +175,7 @@ class IteratedExpMech(Algorithm):
     def exact_epsilon(self, d0: Dataset, d1: Dataset, problem: Problem, *, epsilon: float,
                       delta: float) -> float | None:
         """The exact ε(δ) of a one-round schedule: the exponential mechanism exp(−k₁·𝓛(θ; D)) on
-        C with k₁ = ε₁/(2L‖C‖), ε₁ = ε/2 (:func:`dpbench.privacy.gibbs_law.gibbs_epsilon`; its
+        C with k₁ = ε₁/(2L‖C‖), ε₁ = ε/2 (:func:`dpbench.numerics.gibbs_law.gibbs_epsilon`; its
         claim is ε₁, not ε: Σεᵢ = ε(1 − 2^{−k})). ``None`` for two rounds or more, or MCMC."""
         k = self._single_round(problem, d0, epsilon)
         if k is None:

@@ -52,7 +52,7 @@ from ..core.sets import Ball, ConstraintSet
 from ..core.tags import get_tags
 from ..numerics.samplers.expmech import SAMPLERS
 from ..numerics.samplers.mcmc import run_chain, run_chains
-from ..privacy.gibbs_law import RashomonBall, rashomon_epsilon
+from ..numerics.gibbs_law import RashomonBall, rashomon_epsilon
 from ..privacy.langevin import beta_a4_literal, beta_a4_tight, pure_gibbs_beta
 from ..privacy.ledger import Charge, PrivacyLedger
 from .gibbs import mcmc_theorem_note
@@ -280,7 +280,7 @@ class Rashomon(Algorithm):
 
     def exact_epsilon(self, d0: Dataset, d1: Dataset, problem: Problem, *, epsilon: float,
                       delta: float) -> float | None:
-        """The exact ε(δ) of the release on F1 (:class:`dpbench.privacy.gibbs_law.RashomonBall`:
+        """The exact ε(δ) of the release on F1 (:class:`dpbench.numerics.gibbs_law.RashomonBall`:
         quadrature at p = 1; at p = 2 and δ = 0 the supremum of the log ratio, searched on ∂C and
         on the two Rashomon spheres where it lies; ``None`` otherwise). Its claim is the first
         draw's ε/k."""

@@ -58,7 +58,7 @@ from ..numerics.samplers.alternating import (
     domain_code,
     theory_parameters,
 )
-from ..privacy.exact_loss import Law1D, epsilon_1d, log_ratio_range_1d, normalised_law_1d
+from ..privacy.exact_loss import Law1D, epsilon_1d, epsilon_product_2, normalised_law_1d
 from ..privacy.gdp_calibration import (
     CALIBRATIONS,
     MODES,
@@ -67,7 +67,7 @@ from ..privacy.gdp_calibration import (
     tv_budget,
     tv_to_dp,
 )
-from ..privacy.gibbs_law import interval_of_region, sum_losses
+from ..numerics.gibbs_law import interval_of_region, sum_losses
 from ..privacy.ledger import Charge, PrivacyLedger
 
 SAMPLERS = ("exact", "alternating")
@@ -273,21 +273,20 @@ class REM(Algorithm):
 
     def exact_epsilon(self, d0: Dataset, d1: Dataset, problem: Problem, *, epsilon: float,
                       delta: float) -> float | None:
-        """The exact ε(δ) of the exact sampler's release (:meth:`_exact_laws`): one coordinate,
-        any δ (:func:`dpbench.privacy.exact_loss.epsilon_1d`); a product over p ≥ 2 coordinates,
-        δ = 0 only (the log ratio is a sum of functions of one coordinate each, so its supremum
-        and infimum are the sums of the coordinates' ones); ``None`` otherwise. The claim it
-        compares with is (ε, δ_Gauss(ε, γ)) of the γ-GDP theorem."""
+        """The exact ε(δ) of the exact sampler's release (:meth:`_exact_laws`): one coordinate
+        (:func:`dpbench.privacy.exact_loss.epsilon_1d`), or the product of two on SEP-ABS at
+        p = 2, whose log ratio is a sum of independent terms
+        (:func:`~dpbench.privacy.exact_loss.epsilon_product_2`); ``None`` for p ≥ 3. The claim
+        it compares with is (ε, δ_Gauss(ε, γ)) of the γ-GDP theorem."""
         P, Q = self._exact_laws(d0, problem, epsilon, delta), self._exact_laws(
             d1, problem, epsilon, delta)
         if P is None or Q is None:
             return None
         if len(P) == 1:
             return epsilon_1d(P[0], Q[0], delta)
-        if delta > 0:
-            return None
-        ranges = [log_ratio_range_1d(a, b) for a, b in zip(P, Q, strict=True)]
-        return max(sum(hi for _, hi in ranges), -sum(lo for lo, _ in ranges), 0.0)
+        if len(P) == 2:
+            return epsilon_product_2(P, Q, delta)
+        return None
 
     def log_density_ratio(self, thetas: np.ndarray, d0: Dataset, d1: Dataset, problem: Problem,
                           *, epsilon: float, delta: float) -> np.ndarray | None:

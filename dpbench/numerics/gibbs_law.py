@@ -35,6 +35,10 @@ the route for the problems without a tilted-ball form, and an independent check 
 
 :func:`gibbs_epsilon` and :func:`gibbs_log_density_ratio` choose the route; both return ``None``
 where neither applies (p ≥ 2 without the tilted-ball form, a region other than C).
+
+**The Rashomon law** of F1 mean estimation (GTU A6), ∝ exp(−β·max{½‖θ − d̄‖², ψ}) on the ball, is
+:class:`RashomonBall`: its normaliser is a radial integral (the fraction of each sphere around d̄
+inside C in closed form) and its log density ratio peaks on ∂C or on the Rashomon spheres.
 """
 
 from __future__ import annotations
@@ -43,13 +47,14 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.special import erfcx, gammainc, gammaln, log_ndtr
+from scipy.special import erf, erfcx, gammainc, gammaln, log_ndtr
 
-from ..core.exact_samplers import has_exact_sampler
+from ..core.exact_samplers import exact_sampler
 from ..core.problem import Dataset, Problem
 from ..core.sets import Ball, BallAt, Box, ConstraintSet, Intersection
 from ..core.tags import get_tags
-from .exact_loss import Law1D, epsilon_1d, normalised_law_1d
+from ..privacy.exact_loss import Law1D, digest, epsilon_1d, memo, normalised_law_1d
+from .kernels import resolve_kernel, row_losses
 
 __all__ = ["RashomonBall", "TiltedBall", "gauss_legendre_panels", "gibbs_epsilon", "gibbs_law_1d",
            "gibbs_log_density_ratio", "gibbs_tilt", "interval_of_region", "log_ball_gauss",
@@ -94,44 +99,10 @@ def log_ball_gauss(m: int, rho: np.ndarray, A: float) -> np.ndarray:
 
 
 def log_tilted_interval(rho: np.ndarray, A: float, b: float) -> np.ndarray:
-    """log ∫_{−ρ}^{ρ} exp(−(A/2)x² + b·x) dx (A ≥ 0, any b), stable for every A, b, ρ ≥ 0.
-
-    A = 0: b·ρ + log((1 − e^{−2|b|ρ})/|b|). A > 0 with the mode m = |b|/A inside [−ρ, ρ]: the
-    Gaussian form |b|²/(2A) + log √(2π/A) + log(Φ(√A(ρ − m)) − Φ(−√A(ρ + m))). Mode outside:
-    the scaled complementary error function erfcx (no cancellation of the large exponents):
-    e^{|b|ρ − Aρ²/2}·√(π/(2A))·[erfcx(z₁) − e^{−2|b|ρ}·erfcx(z₂)], zᵢ = √(A/2)(m ∓ ρ).
-    """
+    """log ∫_{−ρ}^{ρ} exp(−(A/2)x² + b·x) dx (A ≥ 0, any b), stable for every A, b, ρ ≥ 0
+    (−∞ at ρ = 0): :func:`log_tilted_segment` on [−ρ, ρ]."""
     rho = np.asarray(rho, dtype=float)
-    b = abs(float(b))
-    out = np.full(rho.shape, -np.inf)
-    pos = rho > 0
-    r = rho[pos]
-    if A == 0:
-        if b == 0:
-            out[pos] = np.log(2.0 * r)
-        else:
-            out[pos] = b * r + np.log(-np.expm1(-2.0 * b * r)) - math.log(b)
-        return out
-    m = b / A
-    sa = math.sqrt(A)
-    inside = m <= r
-    res = np.empty(r.shape)
-    if np.any(inside):
-        ri = r[inside]
-        hi, lo = sa * (ri - m), -sa * (ri + m)
-        lhi, llo = log_ndtr(hi), log_ndtr(lo)
-        res[inside] = (b * m / 2.0 + 0.5 * math.log(2.0 * math.pi / A) + lhi
-                       + np.log1p(-np.exp(llo - lhi)))
-    out_ = ~inside
-    if np.any(out_):
-        ro = r[out_]
-        z1 = math.sqrt(A / 2.0) * (m - ro)
-        z2 = math.sqrt(A / 2.0) * (m + ro)
-        bracket = erfcx(z1) - np.exp(-2.0 * b * ro) * erfcx(z2)
-        res[out_] = (b * ro - 0.5 * A * ro ** 2 + 0.5 * math.log(math.pi / (2.0 * A))
-                     + np.log(bracket))
-    out[pos] = res
-    return out
+    return log_tilted_segment(-rho, rho, A, abs(float(b)))
 
 
 def log_normal_mass(a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -147,22 +118,68 @@ def log_normal_mass(a: np.ndarray, b: np.ndarray) -> np.ndarray:
         return lhi + np.log1p(-np.exp(np.minimum(llo - lhi, 0.0)))
 
 
+#: Gauss–Legendre nodes for a segment across which the exponent varies by at most 1
+#: (:func:`log_tilted_segment`): exact to rounding there (derivation in its docstring).
+_FLAT_NODES = 20
+
+
 def log_tilted_segment(a: np.ndarray, b: np.ndarray, A: float, B: float) -> np.ndarray:
-    """log ∫_a^b exp(−(A/2)x² + B·x) dx for a ≤ b (elementwise; −∞ when a = b): the normal
-    mass B²/(2A) + log √(2π/A) + log(Φ(√A(b − m)) − Φ(√A(a − m))), m = B/A, for A > 0;
-    log((e^{Bb} − e^{Ba})/B) for A = 0."""
-    a = np.asarray(a, dtype=float)
-    b = np.asarray(b, dtype=float)
-    if A > 0:
-        m, sa = B / A, math.sqrt(A)
-        return B * m / 2.0 + 0.5 * math.log(2.0 * math.pi / A) + log_normal_mass(sa * (a - m),
-                                                                                sa * (b - m))
-    with np.errstate(divide="ignore"):
-        if B == 0:
-            return np.log(b - a)
-        # e^{Bb} − e^{Ba} = e^{B·top}(1 − e^{−|B|(b − a)}), top the end where Bx is larger
-        top = np.where(B > 0, b, a)
-        return B * top + np.log(-np.expm1(-abs(B) * (b - a))) - math.log(abs(B))
+    """log ∫_a^b e^{f(x)} dx, f(x) = −(A/2)x² + B·x, for a ≤ b (elementwise; −∞ where a = b;
+    A ≥ 0, any B), stable for every A, B, a, b. Derived (u = √(A/2)·|m − x|, m = B/A the mode):
+
+    * A = 0: B·top + log((1 − e^{−|B|(b − a)})/|B|), top the end where Bx is larger.
+    * the mode inside (a, b): f(m) + log √(π/(2A)) + log(erf(√(A/2)(m − a)) + erf(√(A/2)(b − m)))
+      (the two halves of a Gaussian; a sum of positive terms, erf accurate near 0).
+    * the mode outside, e the end nearer to it, e′ the other, Δ = f(e) − f(e′) ≥ 0 (f is
+      monotone on [a, b]): ∫ = e^{f(e)}·√(π/(2A))·[erfcx(u_e) − e^{−Δ}·erfcx(u_e′)], since
+      erfc(u) = e^{−u²}·erfcx(u) and f(m) − u_x² = f(x). erfcx decreases, so for Δ > 1 the
+      bracket keeps ≥ 1 − e^{−1} of its first term (no cancellation). For Δ ≤ 1 the bracket
+      cancels (the integrand is nearly flat; with a plain Gaussian form, m = B/A ~ 10⁹ at tiny
+      A cancels B·m/2 against log Φ, an error of ~1e−4 seen at A = 1e−9): there
+      f − f(e) = c₁t + c₂t² on t ∈ [−1, 1] with |c₁| ≤ Δ/2 and |c₂| = A(b − a)²/8 ≤ Δ/4 (f′ has
+      one sign on [a, b], so Δ ≥ A(b − a)²/2), the integrand's Taylor series beyond degree
+      2·:data:`_FLAT_NODES` − 1 is below 0.75⁴⁰/40! ≈ 1e−53, and Gauss–Legendre with
+      :data:`_FLAT_NODES` nodes is exact to rounding. Differences of f are taken factored,
+      f(x) − f(y) = (x − y)(B − (A/2)(x + y)), not as differences of two large values.
+    """
+    a, b = np.broadcast_arrays(np.asarray(a, dtype=float), np.asarray(b, dtype=float))
+    out = np.full(a.shape, -np.inf)
+    pos = b > a
+    lo, hi = a[pos], b[pos]
+    with np.errstate(divide="ignore", over="ignore"):
+        if A == 0:
+            if B == 0:
+                out[pos] = np.log(hi - lo)
+            else:
+                top = hi if B > 0 else lo
+                out[pos] = B * top + np.log(-np.expm1(-abs(B) * (hi - lo))) - math.log(abs(B))
+            return out
+        m, c = B / A, math.sqrt(A / 2.0)
+        half_log = 0.5 * math.log(math.pi / (2.0 * A))
+        res = np.empty(lo.shape)
+        inside = (lo < m) & (m < hi)
+        res[inside] = (B * m / 2.0 + half_log
+                       + np.log(erf(c * (m - lo[inside]))
+                                + erf(c * (hi[inside] - m))))
+        near = np.where(m >= hi, hi, lo)  # the end nearer the mode (outside cases)
+        far = np.where(m >= hi, lo, hi)
+        drop = (near - far) * (B - 0.5 * A * (near + far))  # Δ = f(near) − f(far) ≥ 0
+        f_near = near * (B - 0.5 * A * near)
+        steep = ~inside & (drop > 1.0)
+        u_near, u_far = c * np.abs(m - near[steep]), c * np.abs(m - far[steep])
+        res[steep] = (f_near[steep] + half_log
+                      + np.log(erfcx(u_near)
+                               - np.exp(-drop[steep]) * erfcx(u_far)))
+        flat = ~inside & ~steep
+        if np.any(flat):
+            t, w = np.polynomial.legendre.leggauss(_FLAT_NODES)
+            mid, half = 0.5 * (lo[flat] + hi[flat]), 0.5 * (hi[flat] - lo[flat])
+            x = mid[:, None] + half[:, None] * t[None, :]
+            e = near[flat][:, None]
+            g = np.exp((x - e) * (B - 0.5 * A * (x + e)))
+            res[flat] = f_near[flat] + np.log(half * (g @ w))
+        out[pos] = res
+    return out
 
 
 def gauss_legendre_panels(lo: float, hi: float, panels: int,
@@ -190,10 +207,15 @@ class TiltedBall:
         return int(np.asarray(self.B).shape[0])
 
     def log_partition(self) -> float:
-        """log Z = log ∫_{B(0,R)} exp(−(A/2)‖θ‖² + ⟨θ, B⟩) dθ."""
+        """log Z = log ∫_{B(0,R)} exp(−(A/2)‖θ‖² + ⟨θ, B⟩) dθ (kept: :func:`~dpbench.privacy.
+        exact_loss.memo`)."""
         b = float(np.linalg.norm(self.B))
         if self.p == 1:
             return float(log_tilted_interval(np.array([self.R]), self.A, b)[0])
+        return memo(digest("tilted ball", self.A, b, self.R, self.p), self._log_partition)
+
+    def _log_partition(self) -> float:
+        b = float(np.linalg.norm(self.B))
         phi, w = gauss_legendre_panels(0.0, math.pi, _PANELS, _NODES)
         t = self.R * np.cos(phi)
         rho = self.R * np.sin(phi)
@@ -310,7 +332,11 @@ def gibbs_law_1d(problem: Problem, data: Dataset, k: float, region: ConstraintSe
     ends = interval_of_region(region)
     if ends is None:
         return None
-    lo, hi = ends
+    return memo(digest("gibbs law 1d", problem, data, k, *ends),
+                lambda: _gibbs_law_1d(problem, data, k, *ends))
+
+
+def _gibbs_law_1d(problem: Problem, data: Dataset, k: float, lo: float, hi: float) -> Law1D:
     kinks = np.unique(np.asarray(data.X, dtype=float).ravel())
     if data.y is not None:
         x = np.asarray(data.X, dtype=float)[:, 0]
@@ -323,12 +349,19 @@ def gibbs_law_1d(problem: Problem, data: Dataset, k: float, region: ConstraintSe
     return normalised_law_1d(log_weight, lo, hi, breakpoints=kinks)
 
 
+def _samples_exactly(problem: Problem, d0: Dataset, d1: Dataset, k: float,
+                     region: ConstraintSet) -> bool:
+    """Whether the problem's exact ``"gibbs"`` sampler draws both datasets' laws on ``region``
+    (a registered factory that does not decline them)."""
+    return all(exact_sampler("gibbs", problem, d, k, region) is not None for d in (d0, d1))
+
+
 def gibbs_epsilon(problem: Problem, d0: Dataset, d1: Dataset, k: float, region: ConstraintSet,
                   delta: float) -> float | None:
     """ε(δ) between the exponential-mechanism laws exp(−k·Σℓ) on ``region`` of D = ``d0`` and
     D′ = ``d1`` (module docstring), or ``None`` when no route applies or the problem has no exact
-    sampler (then ``run`` does not draw this law exactly)."""
-    if not has_exact_sampler("gibbs", problem):
+    sampler for the pair (then ``run`` does not draw this law exactly)."""
+    if not _samples_exactly(problem, d0, d1, k, region):
         return None
     P, Q = gibbs_tilt(problem, d0, k, region), gibbs_tilt(problem, d1, k, region)
     if P is not None and Q is not None:
@@ -343,8 +376,6 @@ def _canary_loss_difference(problem: Problem, d0: Dataset, d1: Dataset,
                             thetas: np.ndarray) -> np.ndarray:
     """ℓ(θ; z) − ℓ(θ; z′) for the differing row 0 at each row of ``thetas``: the compiled kernel
     when the problem has one it can trust (millions of audit releases), else ``problem.loss``."""
-    from ..numerics.kernels import resolve_kernel, row_losses
-
     z = Dataset(d0.X[:1], None if d0.y is None else d0.y[:1], dict(d0.meta))
     z1 = Dataset(d1.X[:1], None if d1.y is None else d1.y[:1], dict(d1.meta))
     kernel = resolve_kernel(problem)
@@ -358,7 +389,7 @@ def gibbs_log_density_ratio(problem: Problem, d0: Dataset, d1: Dataset, k: float
     """log π_D(θ) − log π_D′(θ) at each row of ``thetas`` (module docstring), or ``None``:
     ⟨θ, B − B′⟩ − log Z + log Z′ for tilted balls, −k(ℓ(θ; z) − ℓ(θ; z′)) − log Z + log Z′ with
     the quadrature constants in one dimension."""
-    if not has_exact_sampler("gibbs", problem):
+    if not _samples_exactly(problem, d0, d1, k, region):
         return None
     thetas = np.atleast_2d(np.asarray(thetas, dtype=float))
     P, Q = gibbs_tilt(problem, d0, k, region), gibbs_tilt(problem, d1, k, region)
@@ -410,10 +441,15 @@ class RashomonBall:
         return -self.beta * np.maximum(0.5 * np.einsum("ij,ij->i", d, d), self.psi)
 
     def law_1d(self) -> Law1D:
-        """The law at p = 1, normalised by quadrature (kinks at c ± √(2ψ))."""
+        """The law at p = 1, normalised by quadrature (kinks at c ± √(2ψ); kept:
+        :func:`~dpbench.privacy.exact_loss.memo`)."""
         c, a = float(np.asarray(self.center)[0]), math.sqrt(2.0 * self.psi)
-        return normalised_law_1d(lambda t: self.log_weight(np.asarray(t).reshape(-1, 1)),
-                                 -self.R, self.R, breakpoints=(c - a, c + a))
+
+        def build() -> Law1D:
+            return normalised_law_1d(lambda t: self.log_weight(np.asarray(t).reshape(-1, 1)),
+                                     -self.R, self.R, breakpoints=(c - a, c + a))
+
+        return memo(digest("rashomon 1d", c, self.beta, self.psi, self.R), build)
 
     def log_density(self, thetas: np.ndarray) -> np.ndarray:
         """The normalised log density at each row of ``thetas`` (inside the ball)."""
@@ -423,7 +459,11 @@ class RashomonBall:
         return self.log_weight(thetas) - self.log_partition()
 
     def log_partition(self) -> float:
-        """log Z (class docstring), p ≥ 2."""
+        """log Z (class docstring), p ≥ 2 (kept: :func:`~dpbench.privacy.exact_loss.memo`)."""
+        return memo(digest("rashomon", np.asarray(self.center, dtype=float).tolist(), self.beta,
+                           self.psi, self.R), self._log_partition)
+
+    def _log_partition(self) -> float:
         from scipy import integrate
         from scipy.special import betainc
 
