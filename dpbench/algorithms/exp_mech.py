@@ -20,6 +20,7 @@ from ..core.ratecard import RateCard
 from ..core.tags import get_tags
 from ..numerics.samplers.expmech import SAMPLERS, sample_expmech, sample_expmech_many
 from ..numerics.samplers.mcmc import default_steps
+from ..numerics.gibbs_law import gibbs_epsilon, gibbs_log_density_ratio
 from ..privacy.ledger import Charge, PrivacyLedger
 
 
@@ -114,6 +115,30 @@ class ExpMech(Algorithm):
                    "on the average scale; the explicit Thm 3.2 tail gives ≈ 8.8(p+1)L‖C‖/ε. "
                    "MCMC samplers are nominal ε-DP only (docs/bst14.md)."),
         )
+
+    def exact_epsilon(self, d0: Dataset, d1: Dataset, problem: Problem, *, epsilon: float,
+                      delta: float) -> float | None:
+        """The exact ε(δ) of the exact sampler's law exp(−k·𝓛(θ; D)) on C against D′'s, k =
+        ε/(2L‖C‖) (:func:`dpbench.numerics.gibbs_law.gibbs_epsilon`: closed form on LB-Lin and
+        the isotropic quadratics — R‖B − B′‖ + |log Z − log Z′| at δ = 0, the sup of the linear log
+        ratio on ∂C — and 1-D quadrature of ``problem.loss`` at p = 1). ``None`` for the MCMC
+        samplers (the law of a finite chain is not available) and where no route applies."""
+        if self.sampler != "exact":
+            return None
+        constraint = problem.constraint
+        k = expmech_temperature(epsilon, float(problem.lipschitz), float(constraint.diameter))
+        return gibbs_epsilon(problem, d0, d1, k, constraint, delta)
+
+    def log_density_ratio(self, thetas: np.ndarray, d0: Dataset, d1: Dataset, problem: Problem,
+                          *, epsilon: float, delta: float) -> np.ndarray | None:
+        """log π_D(θ) − log π_D′(θ) = −k(ℓ(θ; z) − ℓ(θ; z′)) − log Z_D + log Z_D′ of the exact
+        sampler's law (:func:`dpbench.numerics.gibbs_law.gibbs_log_density_ratio`); ``None`` as
+        for :meth:`exact_epsilon`."""
+        if self.sampler != "exact":
+            return None
+        constraint = problem.constraint
+        k = expmech_temperature(epsilon, float(problem.lipschitz), float(constraint.diameter))
+        return gibbs_log_density_ratio(problem, d0, d1, k, constraint, thetas)
 
     def _ledger(self, epsilon: float, certified: bool) -> PrivacyLedger:
         """The single ε charge of Thm 3.1 (certified only for the exact sampler)."""

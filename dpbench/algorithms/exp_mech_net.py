@@ -19,6 +19,7 @@ from ..core.ratecard import RateCard
 from ..core.sets import ConstraintSet
 from ..core.time_limit import checkpoint
 from ..numerics.samplers.mcmc import region_balls
+from ..privacy.exact_loss import digest, epsilon_pieces, memo
 from ..privacy.ledger import Charge, PrivacyLedger
 from .exp_mech import expmech_temperature
 
@@ -130,6 +131,40 @@ class ExpMechNet(Algorithm):
         (:func:`categorical_draws`) instead of :meth:`run`'s Gumbel-max, the same law."""
         grid, _, logp = self._net(data, problem, epsilon)
         return BatchRelease(grid[categorical_draws(logp, rng, size)], self._ledger(epsilon))
+
+    def exact_epsilon(self, d0: Dataset, d1: Dataset, problem: Problem, *, epsilon: float,
+                      delta: float) -> float | None:
+        """The exact ε(δ) of the net's two categorical laws P(θ) ∝ exp(−k·𝓛(θ; D)) and D′'s on
+        the same public grid G: max_{θ∈G} |log P(θ) − log P′(θ)| at δ = 0, else the root of
+        max(Σ_θ (P − e^ε P′)₊, Σ_θ (P′ − e^ε P)₊) = δ (exact sums,
+        :func:`dpbench.privacy.exact_loss.epsilon_pieces`)."""
+        _, _, logp0 = self._net(d0, problem, epsilon)
+        _, _, logp1 = self._net(d1, problem, epsilon)
+        return epsilon_pieces(np.exp(logp0), np.exp(logp1), delta)
+
+    def log_density_ratio(self, thetas: np.ndarray, d0: Dataset, d1: Dataset, problem: Problem,
+                          *, epsilon: float, delta: float) -> np.ndarray | None:
+        """log P(θ) − log P′(θ) at each release θ (a grid point, located by its integer
+        coordinates on the cubic grid); +∞/−∞ never occur (both laws charge every point), a row
+        off the grid gets 0."""
+        grid, _, logp0 = memo(digest("net", self, problem, d0, epsilon),
+                              lambda: self._net(d0, problem, epsilon))
+        _, _, logp1 = memo(digest("net", self, problem, d1, epsilon),
+                           lambda: self._net(d1, problem, epsilon))
+        thetas = np.atleast_2d(np.asarray(thetas, dtype=float))
+        gamma = self.spacing * float(problem.constraint.diameter)
+        origin = grid.min(axis=0)
+        code_grid = np.rint((grid - origin) / gamma).astype(np.int64)
+        code_rows = np.rint((thetas - origin) / gamma).astype(np.int64)
+        width = int(code_grid.max()) + 1
+        key_grid = code_grid @ (width ** np.arange(grid.shape[1]))
+        key_rows = code_rows @ (width ** np.arange(grid.shape[1]))
+        order = np.argsort(key_grid)
+        pos = np.clip(np.searchsorted(key_grid[order], key_rows), 0, key_grid.size - 1)
+        idx = order[pos]
+        on_grid = (key_grid[idx] == key_rows) & np.all(
+            np.abs(grid[idx] - thetas) <= 1e-9 * max(1.0, gamma), axis=1)
+        return np.where(on_grid, (logp0 - logp1)[idx], 0.0)
 
     def _net(self, data: Dataset, problem: Problem,
              epsilon: float) -> tuple[np.ndarray, float, np.ndarray]:

@@ -57,6 +57,7 @@ from ..core.sets import Ball, Box
 from ..core.tags import get_tags
 from ..numerics.samplers.expmech import SAMPLERS, sample_expmech, sample_expmech_many
 from ..privacy.gaussian import gdp_mu
+from ..numerics.gibbs_law import gibbs_epsilon, gibbs_log_density_ratio
 from ..privacy.langevin import beta_a4_literal, beta_a4_tight
 from ..privacy.ledger import Charge, PrivacyLedger
 
@@ -289,6 +290,43 @@ class Gibbs(Algorithm):
 
     def cost(self, n: int, p: int) -> float:
         return float(n * p) * (1.0 if self.sampler == "exact" else 8.0 * p * max(n, p))
+
+    # --- the exact output law (the audit) -----------------------------------------------------
+    def _exact_law(self, problem: Problem, data: Dataset, epsilon: float,
+                   delta: float) -> tuple[Problem, float] | None:
+        """(the problem sampled, k = β/n on its sum loss) of the exact sampler's law, or ``None``
+        (MCMC samplers: a finite chain's law is not available; δ outside (0, 1), which the
+        calibration needs; a calibration that does not apply here, e.g. ``gaussian`` with too
+        much truncation, where the cell does not run)."""
+        if self.sampler != "exact" or not 0 < delta < 1:
+            return None
+        try:
+            cal, work, _ = self._setup(problem, data, epsilon, delta)
+        except NotApplicable:
+            return None
+        return work, float(cal["beta"]) / data.n
+
+    def exact_epsilon(self, d0: Dataset, d1: Dataset, problem: Problem, *, epsilon: float,
+                      delta: float) -> float | None:
+        """The exact ε(δ) of π_β ∝ exp(−β𝓛̄) on C (β from this configuration's calibration, the A8
+        problem when regularised) for D against D′ (:func:`dpbench.numerics.gibbs_law.
+        gibbs_epsilon`: on the isotropic quadratics N(d̄, I/β) truncated to the ball, a tilted
+        ball whose privacy loss is linear in ⟨θ, u⟩, u ∥ d̄ − d̄′, so ε(δ) is that of the laws of
+        ⟨θ, u⟩ (p ≤ 2 for δ > 0); 1-D quadrature of the loss at p = 1). ``None`` for MCMC."""
+        law = self._exact_law(problem, d0, epsilon, delta)
+        if law is None:
+            return None
+        work, k = law
+        return gibbs_epsilon(work, d0, d1, k, work.constraint, delta)
+
+    def log_density_ratio(self, thetas: np.ndarray, d0: Dataset, d1: Dataset, problem: Problem,
+                          *, epsilon: float, delta: float) -> np.ndarray | None:
+        """log π_D(θ) − log π_D′(θ) of the exact sampler's law (:meth:`exact_epsilon`)."""
+        law = self._exact_law(problem, d0, epsilon, delta)
+        if law is None:
+            return None
+        work, k = law
+        return gibbs_log_density_ratio(work, d0, d1, k, work.constraint, thetas)
 
     # --- running ------------------------------------------------------------------------------
     def _setup(self, problem: Problem, data: Dataset, epsilon: float, delta: float

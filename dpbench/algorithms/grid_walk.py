@@ -25,6 +25,7 @@ from ..core.ratecard import RateCard
 from ..core.sets import Ball
 from ..core.time_limit import checkpoint
 from ..numerics.kernels import LossKernel, kernel_arrays, sum_grad, sum_loss
+from ..privacy.exact_loss import digest, epsilon_pieces, memo
 from ..privacy.ledger import Charge, PrivacyLedger
 
 MAX_DIM = 3
@@ -263,6 +264,81 @@ def run_walks(kern: LossKernel, data: Dataset, consts: dict[str, float], R: floa
     return (idxs + 0.5) * gamma
 
 
+#: Largest number of cells of a 1-D walk whose law :func:`walk_output_law` computes.
+EXACT_MAX_CELLS = 20_000
+
+
+def walk_output_law(kern: LossKernel, data: Dataset, consts: dict[str, float], R: float,
+                    steps: int) -> tuple[np.ndarray, np.ndarray]:
+    """The exact law of :class:`ExpMechGridWalk`'s release at p = 1 [derived]: the ``edges``
+    (m + 1,) of m intervals of [−R, R] on each of which the release has a constant density, and
+    the logs of their masses (m,) (−∞ for none; the masses sum to 1).
+
+    At p = 1 the cube A = [−R, R] is C, every cell centre (j + ½)γ (j = lo..hi) lies in C and
+    log F = −cf·Σᵢ ℓ(centre; dᵢ) there (:func:`_log_weight`'s first branch). The lazy walk's
+    kernel (:func:`_walk`): stay with probability ½; else move to j ± 1 with probability ¼ each,
+    accepted with probability min(1, F(j ± 1)/F(j)), a move out of lo..hi staying put. Its law
+    after ``steps`` steps from the cell j = 0 is π = e₀·Pˢ, computed by ``steps`` tridiagonal
+    vector–matrix products (in logs, so that the far cells' tiny masses keep their exact ratios).
+    A try jitters the centre uniformly over its cell [jγ, (j + 1)γ] and
+    succeeds when the point lies in C, with probability a = Σⱼ πⱼ·|[jγ, (j+1)γ] ∩ C|/γ; the
+    release is the first success among the m tries of Algorithm 6, else a uniform point of
+    [−min(1, R), min(1, R)]. So its density is Σⱼ πⱼ·1[θ ∈ cell j]/γ·(1 − (1 − a)^m)/a plus
+    (1 − a)^m times the uniform density, constant between consecutive cell edges, C's ends and
+    ±min(1, R); the ends of C beyond the outermost cells carry the fallback's density only.
+    """
+    gamma = consts["gamma"]
+    lo, hi = _cell_range(R, gamma)
+    cells = np.arange(lo, hi + 1)
+    X, y = kernel_arrays(data)
+    prm = np.ascontiguousarray(kern.prm, dtype=np.float64)
+    centres = (cells + 0.5) * gamma
+    log_f = np.array([-consts["cf"] * sum_loss(kern.loss, np.array([c]), X, y, prm)
+                      for c in centres])
+    up = np.zeros(cells.size)    # P(j → j + 1)
+    down = np.zeros(cells.size)  # P(j → j − 1)
+    up[:-1] = 0.25 * np.minimum(1.0, np.exp(log_f[1:] - log_f[:-1]))
+    down[1:] = 0.25 * np.minimum(1.0, np.exp(log_f[:-1] - log_f[1:]))
+    with np.errstate(divide="ignore"):
+        log_stay, log_up, log_down = np.log(1.0 - up - down), np.log(up[:-1]), np.log(down[1:])
+    # in logs: the far cells' masses (e^{−1000} and below) keep their ratios (the δ = 0 supremum)
+    log_pi = np.full(cells.size, -np.inf)
+    log_pi[-lo] = 0.0  # the cell j = 0
+    moved = np.full(cells.size, -np.inf)
+    for _ in range(int(steps)):
+        nxt = log_pi + log_stay
+        moved[0], moved[1:] = -np.inf, log_pi[:-1] + log_up
+        nxt = np.logaddexp(nxt, moved)
+        moved[-1], moved[:-1] = -np.inf, log_pi[1:] + log_down
+        log_pi = np.logaddexp(nxt, moved)
+    left, right = cells * gamma, (cells + 1) * gamma
+    # exactly 1 for a cell within C (a rounded 1 − 1e−16 would invent fallback mass)
+    inside = np.where((left >= -R) & (right <= R), 1.0,
+                      np.clip((np.minimum(right, R) - np.maximum(left, -R)) / gamma, 0.0, 1.0))
+    with np.errstate(divide="ignore"):
+        # log(1 − a) from the cells that stick out of C only (exactly −∞ when no walk reaches
+        # them, as at few steps: then no try ever fails)
+        log_miss = float(np.logaddexp.reduce(log_pi + np.log1p(-inside)))
+    tries = int(consts["tries"])
+    log_fail = tries * log_miss
+    miss = math.exp(log_miss)
+    # Σ_{t<m} (1 − a)^t = (1 − (1 − a)^m)/a, computed without cancellation for a near 0 or 1
+    success = float(np.sum(miss ** np.arange(tries)))
+    half = min(1.0, R)
+    edges = np.unique(np.clip(np.concatenate([left, right, [-R, R, -half, half]]), -R, R))
+    mids = 0.5 * (edges[:-1] + edges[1:])
+    widths = np.diff(edges)
+    cell = np.clip(np.floor(mids / gamma).astype(np.int64) - lo, 0, cells.size - 1)
+    # the ends of C beyond the outermost cells (|θ| > (hi + 1)γ when R is not a multiple of γ
+    # away from a centre) are reached by the fallback only
+    covered = (mids >= left[0]) & (mids <= right[-1])
+    walk = np.where(covered, log_pi[cell] - math.log(gamma) + math.log(success), -np.inf)
+    log_density = np.logaddexp(walk,
+                               np.where(np.abs(mids) <= half, log_fail - math.log(2.0 * half),
+                                        -np.inf))
+    return edges, log_density + np.log(widths)
+
+
 class ExpMechGridWalk(Algorithm):
     """BST14 Algorithm 7 (A_eff-exp-samp) with a user-set walk length; **uncertified** reference.
 
@@ -365,6 +441,47 @@ class ExpMechGridWalk(Algorithm):
             g /= np.linalg.norm(g, axis=1, keepdims=True)
             thetas[pending] = g * (min(1.0, R) * rng.random(pending.size) ** (1.0 / p))[:, None]
         return BatchRelease(thetas, self._ledger(epsilon))
+
+    def _exact_law(self, data: Dataset, problem: Problem,
+                   epsilon: float) -> tuple[np.ndarray, np.ndarray] | None:
+        """:func:`walk_output_law` at p = 1 (``None`` for p ≥ 2, where the walk's state space
+        is too large for its transition matrix, or beyond :data:`EXACT_MAX_CELLS` cells)."""
+        if data.p != 1:
+            return None
+        kern, R, consts = self._setup(data, problem, epsilon)
+        lo, hi = _cell_range(R, consts["gamma"])
+        if hi - lo + 1 > EXACT_MAX_CELLS:
+            return None
+        return memo(digest("grid walk law", self, problem, data, epsilon),
+                    lambda: walk_output_law(kern, data, consts, R, self.steps))
+
+    def exact_epsilon(self, d0: Dataset, d1: Dataset, problem: Problem, *, epsilon: float,
+                      delta: float) -> float | None:
+        """The exact ε(δ) of the walk's release at p = 1 (:func:`walk_output_law`: both laws
+        are constant on the same intervals, so the hockey sticks are finite sums,
+        :func:`dpbench.privacy.exact_loss.epsilon_pieces`); ``None`` for p ≥ 2. Its nominal
+        claim is not a theorem at this walk length: the value says what the walk really
+        spends."""
+        law0 = self._exact_law(d0, problem, epsilon)
+        law1 = self._exact_law(d1, problem, epsilon)
+        if law0 is None or law1 is None:
+            return None
+        return epsilon_pieces(law0[1], law1[1], delta, log=True)
+
+    def log_density_ratio(self, thetas: np.ndarray, d0: Dataset, d1: Dataset, problem: Problem,
+                          *, epsilon: float, delta: float) -> np.ndarray | None:
+        """log p_D(θ) − log p_D′(θ) of the walk's release at p = 1 (piecewise constant on the
+        intervals of :func:`walk_output_law`); ``None`` for p ≥ 2."""
+        law0 = self._exact_law(d0, problem, epsilon)
+        law1 = self._exact_law(d1, problem, epsilon)
+        if law0 is None or law1 is None:
+            return None
+        edges, log_m0 = law0
+        with np.errstate(invalid="ignore"):
+            ratio = np.where(np.isneginf(log_m0) & np.isneginf(law1[1]), 0.0, log_m0 - law1[1])
+        t = np.atleast_2d(np.asarray(thetas, dtype=float))[:, 0]
+        piece = np.clip(np.searchsorted(edges, t, side="right") - 1, 0, ratio.size - 1)
+        return ratio[piece]
 
     def _setup(self, data: Dataset, problem: Problem,
                epsilon: float) -> tuple[LossKernel, float, dict[str, float]]:

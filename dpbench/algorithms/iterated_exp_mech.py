@@ -38,6 +38,7 @@ from ..core.ratecard import RateCard
 from ..core.sets import BallAt, ConstraintSet, Intersection
 from ..numerics.samplers.expmech import SAMPLERS, sample_expmech, sample_expmech_many
 from ..numerics.samplers.mcmc import region_balls
+from ..numerics.gibbs_law import gibbs_epsilon, gibbs_log_density_ratio
 from ..privacy.ledger import Charge, PrivacyLedger
 from .exp_mech import expmech_temperature
 from .gibbs import has_exact_expmech, mcmc_theorem_note
@@ -160,6 +161,34 @@ class IteratedExpMech(Algorithm):
             theorem += "; " + mcmc_theorem_note(self.sampler)
         return Charge(f"iterated exponential mechanism, round {i}", rnd["epsilon"], 0.0,
                       theorem, certified=certified)
+
+    def _single_round(self, problem: Problem, data: Dataset, epsilon: float) -> float | None:
+        """k₁ = (ε/2)/(2L‖C‖) when the schedule has one round and the sampler is exact: the
+        release is then θ₁ itself, one exponential mechanism at ε₁ = ε/2 on C (εn/(p + ln n) ≤ e,
+        e.g. every n ≤ 10 at ε = 1, p ≥ 2); ``None`` otherwise (k ≥ 2 rounds on random shrinking
+        balls: no closed form; MCMC: no law)."""
+        if self.sampler != "exact":
+            return None
+        rounds = self._rounds(problem, data.n, data.p, epsilon)
+        return rounds[0]["k"] if len(rounds) == 1 else None
+
+    def exact_epsilon(self, d0: Dataset, d1: Dataset, problem: Problem, *, epsilon: float,
+                      delta: float) -> float | None:
+        """The exact ε(δ) of a one-round schedule: the exponential mechanism exp(−k₁·𝓛(θ; D)) on
+        C with k₁ = ε₁/(2L‖C‖), ε₁ = ε/2 (:func:`dpbench.numerics.gibbs_law.gibbs_epsilon`; its
+        claim is ε₁, not ε: Σεᵢ = ε(1 − 2^{−k})). ``None`` for two rounds or more, or MCMC."""
+        k = self._single_round(problem, d0, epsilon)
+        if k is None:
+            return None
+        return gibbs_epsilon(problem, d0, d1, k, problem.constraint, delta)
+
+    def log_density_ratio(self, thetas: np.ndarray, d0: Dataset, d1: Dataset, problem: Problem,
+                          *, epsilon: float, delta: float) -> np.ndarray | None:
+        """log π_D(θ) − log π_D′(θ) of a one-round schedule (:meth:`exact_epsilon`)."""
+        k = self._single_round(problem, d0, epsilon)
+        if k is None:
+            return None
+        return gibbs_log_density_ratio(problem, d0, d1, k, problem.constraint, thetas)
 
     @staticmethod
     def _shrink(region: ConstraintSet, theta: np.ndarray, radius: float) -> Intersection:

@@ -27,7 +27,15 @@ from ..numerics.kernels import resolve_kernel
 from ..numerics.samplers.expmech import sample_expmech, sample_expmech_many
 from ..numerics.samplers.mcmc import region_balls
 from ..privacy.accountant import ACCOUNTING, calibrate_noisy_sgd, noisy_sgd_epsilon
+from ..privacy.exact_loss import Law1D, digest, epsilon_1d, memo
 from ..privacy.gaussian import analytic_gaussian_sigma, classical_gaussian_sigma
+from ..numerics.gibbs_law import (
+    gauss_legendre_panels,
+    gibbs_epsilon,
+    gibbs_log_density_ratio,
+    gibbs_tilt,
+    log_tilted_segment,
+)
 from ..privacy.ledger import Charge, PrivacyLedger
 from ..privacy.noise import gaussian_noise
 from ..theory.expected_excess import localize_radius
@@ -116,7 +124,9 @@ class Localize(Algorithm):
     citation: ClassVar[str] = "Bassily, Smith, Thakurta (FOCS 2014), Algorithm 4, Thm 4.1 and 4.3"
     privacy: ClassVar[str] = "pure"
     requires: ClassVar[tuple[str, ...]] = ("convex", "lipschitz", "strongly_convex")
-    version: ClassVar[str] = "1"
+    # 2: an MCMC chain whose start θ₀ = Π_C(θ̂ + b) rounds an ulp outside C is pulled inside
+    # (numerics.samplers.mcmc.inward_start) instead of raising; other seeds are unchanged.
+    version: ClassVar[str] = "2"
     params: ClassVar[dict[str, Param]] = {
         "radius_rule": Param(
             "quantile", kind="str", choices=("quantile", "paper"),
@@ -214,6 +224,134 @@ class Localize(Algorithm):
         return Release(theta=np.asarray(theta, dtype=float), ledger=ledger,
                        iterations=first.iterations + int(sinfo.get("steps", 0) or 0),
                        func_queries=n * int(sinfo.get("steps", 0) or 0), info=info)
+
+    # --- the exact output law (the audit) -----------------------------------------------------
+    def _step2(self, problem: Problem, n: int, p: int, epsilon: float) -> tuple[float, float]:
+        """(r₀, k′) of step 2, public (as :meth:`run` computes them)."""
+        L = float(problem.lipschitz)
+        r0 = self.radius(n, p, L, float(problem.strong_convexity), epsilon)
+        diameter = min(float(problem.constraint.diameter), 2.0 * r0)  # ‖C ∩ B(θ₀, r₀)‖ bound
+        return r0, (epsilon / 2.0) / (2.0 * L * diameter)
+
+    def _covers(self, problem: Problem, n: int, p: int, epsilon: float) -> bool:
+        """Whether B(θ₀, r₀) ⊇ C for every θ₀ ∈ C (r₀ ≥ ‖C‖): C ∩ B(θ₀, r₀) = C, step 2 does not
+        depend on θ₀, and the release is the exponential mechanism at ε/2 on C (k′ with the
+        diameter min(‖C‖, 2r₀) = ‖C‖) — e.g. every n ≤ 10 on LB-Quad at ε = 1."""
+        r0, _ = self._step2(problem, n, p, epsilon)
+        return r0 >= float(problem.constraint.diameter)
+
+    def _mixture_law(self, problem: Problem, data: Dataset, epsilon: float) -> Law1D | None:
+        """The release's law at p = 1 on a tilted-ball problem (LB-Quad, F1 mean estimation)
+        when the localisation ball may cut C [derived]; ``None`` elsewhere.
+
+        Step 1 releases θ₀ = Π_C(θ̂ + b), b ~ Laplace(s) (the Gamma-norm noise at p = 1), s =
+        sensitivity/(ε/2): density f(θ₀) = e^{−|θ₀ − θ̂|/s}/(2s) on (−R, R) and atoms
+        ½e^{−(R ∓ θ̂)/s} at ±R. Given θ₀, step 2 draws θ with density w(θ)/W(I(θ₀)) on
+        I(θ₀) = [max(−R, θ₀ − r₀), min(R, θ₀ + r₀)], w(θ) = exp(−k′·Σℓ) = e^{−(A/2)θ² + Bθ}·const
+        (:func:`dpbench.numerics.gibbs_law.gibbs_tilt`) and W(I) = ∫_I w in closed form
+        (:func:`~dpbench.numerics.gibbs_law.log_tilted_segment`). So the release has the
+        density w(θ)·H(θ), H(θ) = ∫_{|θ₀ − θ| ≤ r₀} f(θ₀)/W(I(θ₀)) dθ₀ + Σ_atoms P(a)/W(I(a))·
+        1[|θ − a| ≤ r₀], normalised by construction. H(θ) = G(min(R, θ + r₀)) −
+        G(max(−R, θ − r₀)) with G the cumulative integral of h = f/W(I(·)): composite
+        Gauss–Legendre (64 panels × 16 nodes between consecutive kinks θ̂, −R + r₀, R − r₀ of h),
+        the partial panel by its own 16-node rule (exact to rounding for these smooth pieces).
+        """
+        if data.p != 1:
+            return None
+        n = data.n
+        r0, k = self._step2(problem, n, 1, epsilon)
+        law = gibbs_tilt(problem, data, k, problem.constraint)
+        if law is None or law.A <= 0:
+            return None
+        A, B, R = float(law.A), float(np.asarray(law.B)[0]), float(law.R)
+        opt = self.outpert()._minimiser(data, problem)
+        centre = float(np.asarray(opt.theta, dtype=float)[0])
+        s = self.outpert().sensitivity(n, float(problem.lipschitz),
+                                       float(problem.strong_convexity)) / (epsilon / 2.0)
+
+        def log_w_interval(theta0: np.ndarray) -> np.ndarray:
+            return log_tilted_segment(np.maximum(-R, theta0 - r0), np.minimum(R, theta0 + r0),
+                                      A, B)
+
+        def log_h(theta0: np.ndarray) -> np.ndarray:
+            return -np.abs(theta0 - centre) / s - math.log(2.0 * s) - log_w_interval(theta0)
+
+        kinks = np.unique(np.clip([-R, R, centre, -R + r0, R - r0], -R, R))
+        x16, w16 = np.polynomial.legendre.leggauss(16)
+        edges, cum = [kinks[0]], [0.0]
+        for a, b in zip(kinks[:-1], kinks[1:]):
+            nodes, weights = gauss_legendre_panels(float(a), float(b), 64, 16)
+            part = np.exp(log_h(nodes)) * weights
+            inner = np.linspace(a, b, 65)[1:]
+            cum.extend(cum[-1] + np.cumsum(part.reshape(64, 16).sum(axis=1)))
+            edges.extend(inner)
+        edges_a, cum_a = np.asarray(edges), np.asarray(cum)
+        atoms = [(R, 0.5 * math.exp(-(R - centre) / s)), (-R, 0.5 * math.exp(-(R + centre) / s))]
+        atom_h = [(a, m * math.exp(-float(log_w_interval(np.array([a]))[0]))) for a, m in atoms]
+
+        def G(x: np.ndarray) -> np.ndarray:
+            i = np.clip(np.searchsorted(edges_a, x, side="right") - 1, 0, edges_a.size - 1)
+            left = edges_a[i]
+            half = 0.5 * (x - left)
+            pts = left[:, None] + half[:, None] * (x16[None, :] + 1.0)
+            return cum_a[i] + np.sum(np.exp(log_h(pts)) * w16[None, :], axis=1) * half
+
+        def logpdf(theta: np.ndarray) -> np.ndarray:
+            theta = np.asarray(theta, dtype=float).reshape(-1)
+            H = G(np.minimum(R, theta + r0)) - G(np.maximum(-R, theta - r0))
+            for a, m in atom_h:
+                H = H + np.where(np.abs(theta - a) <= r0, m, 0.0)
+            with np.errstate(divide="ignore"):
+                return -0.5 * A * theta * theta + B * theta + np.log(H)
+
+        breaks = np.unique(np.clip(np.concatenate([kinks + r0, kinks - r0]), -R, R))
+        return Law1D(-R, R, logpdf, (), tuple(float(b) for b in breaks))
+
+    def exact_epsilon(self, d0: Dataset, d1: Dataset, problem: Problem, *, epsilon: float,
+                      delta: float) -> float | None:
+        """The exact ε(δ) of the release [derived]. When B(θ₀, r₀) ⊇ C (:meth:`_covers`) it is
+        the exponential mechanism at ε/2 on C whatever θ₀ is, so step 1 leaves no trace
+        (:func:`dpbench.numerics.gibbs_law.gibbs_epsilon`, any p); otherwise, at p = 1 on
+        LB-Quad/F1, the mixture over θ₀ of :meth:`_mixture_law` (its log density ratio's
+        supremum on a grid refined locally, or its hockey sticks by quadrature). ``None``
+        otherwise, and for the MCMC samplers (no law)."""
+        if self.sampler != "exact":
+            return None
+        if self._covers(problem, d0.n, d0.p, epsilon):
+            _, k = self._step2(problem, d0.n, d0.p, epsilon)
+            return gibbs_epsilon(problem, d0, d1, k, problem.constraint, delta)
+        P, Q = self._mixture_law(problem, d0, epsilon), self._mixture_law(problem, d1, epsilon)
+        if P is None or Q is None:
+            return None
+        return epsilon_1d(P, Q, delta)
+
+    def log_density_ratio(self, thetas: np.ndarray, d0: Dataset, d1: Dataset, problem: Problem,
+                          *, epsilon: float, delta: float) -> np.ndarray | None:
+        """log p_D(θ) − log p_D′(θ) of the release (:meth:`exact_epsilon`'s two cases; the
+        mixture's interpolated on a fine grid)."""
+        if self.sampler != "exact":
+            return None
+        if self._covers(problem, d0.n, d0.p, epsilon):
+            _, k = self._step2(problem, d0.n, d0.p, epsilon)
+            return gibbs_log_density_ratio(problem, d0, d1, k, problem.constraint, thetas)
+
+        def build() -> tuple[np.ndarray, np.ndarray] | None:
+            P = self._mixture_law(problem, d0, epsilon)
+            Q = self._mixture_law(problem, d1, epsilon)
+            if P is None or Q is None:
+                return None
+            # the exact ratio on a grid of 2¹⁴ points (and the kinks), linearly interpolated:
+            # an error ≤ h²·max|ℓ″|/8 ≈ 1e-7 (ℓ is smooth between kinks), for one evaluation
+            # of the mixture per grid point instead of per release (millions in an audit)
+            grid = np.unique(np.concatenate([np.linspace(P.lo, P.hi, 1 << 14), P.points(),
+                                             Q.points()]))
+            return grid, P.logpdf(grid) - Q.logpdf(grid)
+
+        table = memo(digest("localize ratio", self, problem, d0, d1, epsilon), build)
+        if table is None:
+            return None
+        t = np.atleast_2d(np.asarray(thetas, dtype=float))[:, 0]
+        return np.interp(t, *table)
 
     def _ledger(self, eps_first: float, half: float, certified: bool) -> PrivacyLedger:
         """Thm 4.1's basic composition: step 1's charge and step 2's ε/2."""

@@ -24,7 +24,6 @@ import math
 from typing import Any, ClassVar
 
 import numpy as np
-from numba import njit
 
 from ..core.algorithm import Algorithm, BatchRelease, Release
 from ..core.errors import NotApplicable

@@ -48,10 +48,11 @@ from ..core.exact_samplers import Draw, draw_many, exact_sampler, has_exact_samp
 from ..core.params import Param
 from ..core.problem import Dataset, Problem
 from ..core.ratecard import RateCard
-from ..core.sets import ConstraintSet
+from ..core.sets import Ball, ConstraintSet
 from ..core.tags import get_tags
 from ..numerics.samplers.expmech import SAMPLERS
 from ..numerics.samplers.mcmc import run_chain, run_chains
+from ..numerics.gibbs_law import RashomonBall, rashomon_epsilon
 from ..privacy.langevin import beta_a4_literal, beta_a4_tight, pure_gibbs_beta
 from ..privacy.ledger import Charge, PrivacyLedger
 from .gibbs import mcmc_theorem_note
@@ -259,6 +260,43 @@ class Rashomon(Algorithm):
             theorem += "; " + mcmc_theorem_note(self.sampler)
         return Charge(f"Rashomon Gibbs draw (ψ={self.psi:g}, {self.sampler})",
                       eps_k, delta_k, theorem, certified=certified)
+
+    # --- the exact output law (the audit) -----------------------------------------------------
+    def _exact_law(self, problem: Problem, data: Dataset, epsilon: float,
+                   delta: float) -> RashomonBall | None:
+        """The law of the release (the first draw) on F1 mean estimation: ∝ exp(−β·max{½‖θ − d̄‖²,
+        ψ}) on C = B(0, R) (𝓛 − 𝓛* = ½‖θ − d̄‖² there, d̄ ∈ C), β at ε/k as :meth:`run` has it.
+        ``None`` elsewhere (no exact law), for MCMC, and where the calibration does not apply."""
+        c = problem.constraint
+        if (self.sampler != "exact" or get_tags(problem).closed_form != "mean_est"
+                or not isinstance(c, Ball) or not _has_exact(problem)):
+            return None
+        try:
+            _, _, beta = self._setup(problem, data, epsilon, delta)
+        except NotApplicable:
+            return None
+        return RashomonBall(np.asarray(data.X, dtype=float).mean(axis=0), float(beta),
+                            float(self.psi), float(c.radius))
+
+    def exact_epsilon(self, d0: Dataset, d1: Dataset, problem: Problem, *, epsilon: float,
+                      delta: float) -> float | None:
+        """The exact ε(δ) of the release on F1 (:class:`dpbench.numerics.gibbs_law.RashomonBall`:
+        quadrature at p = 1; at p = 2 and δ = 0 the supremum of the log ratio, searched on ∂C and
+        on the two Rashomon spheres where it lies; ``None`` otherwise). Its claim is the first
+        draw's ε/k."""
+        P, Q = (self._exact_law(problem, d, epsilon, delta) for d in (d0, d1))
+        if P is None or Q is None:
+            return None
+        return rashomon_epsilon(P, Q, delta)
+
+    def log_density_ratio(self, thetas: np.ndarray, d0: Dataset, d1: Dataset, problem: Problem,
+                          *, epsilon: float, delta: float) -> np.ndarray | None:
+        """log π_D(θ) − log π_D′(θ) = β(f(θ − d̄′) − f(θ − d̄)) − log Z + log Z′, f(x) =
+        max{½‖x‖², ψ}, on F1 (:meth:`exact_epsilon`)."""
+        P, Q = (self._exact_law(problem, d, epsilon, delta) for d in (d0, d1))
+        if P is None or Q is None:
+            return None
+        return P.log_density(thetas) - Q.log_density(thetas)
 
     def run(self, data: Dataset, problem: Problem, *, epsilon: float, delta: float,
             rng: np.random.Generator) -> Release:

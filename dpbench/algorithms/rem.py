@@ -58,6 +58,7 @@ from ..numerics.samplers.alternating import (
     domain_code,
     theory_parameters,
 )
+from ..privacy.exact_loss import Law1D, epsilon_1d, epsilon_product_2, normalised_law_1d
 from ..privacy.gdp_calibration import (
     CALIBRATIONS,
     MODES,
@@ -66,6 +67,7 @@ from ..privacy.gdp_calibration import (
     tv_budget,
     tv_to_dp,
 )
+from ..numerics.gibbs_law import interval_of_region, sum_losses
 from ..privacy.ledger import Charge, PrivacyLedger
 
 SAMPLERS = ("exact", "alternating")
@@ -234,6 +236,68 @@ class REM(Algorithm):
             raise NotApplicable(f"rem: problem {problem.name!r} has no exact REM sampler "
                                 "(law 'regularized_gibbs'); use sampler='alternating'")
         return draw
+
+    # --- the exact output law (the audit) -----------------------------------------------------
+    def _exact_laws(self, data: Dataset, problem: Problem, epsilon: float,
+                    delta: float) -> list[Law1D] | None:
+        """The release's law as independent 1-D laws, one per coordinate, or ``None`` [derived].
+
+        π ∝ exp(−k·F(θ; D) − (kμ/2)‖θ − c‖²) on C, the law the exact sampler draws (the
+        projection on C after it changes nothing: its draws lie in C). At p = 1 on an interval
+        C: that density, normalised by quadrature of ``problem.loss`` (the data points as
+        breakpoints). On SEP-ABS at any p it factorises over the coordinates (the problem's
+        :meth:`~dpbench.problems.sep_abs.SepAbs.rem_factors`, each an exact mixture of truncated
+        normals with a closed-form normaliser). ``None`` for the alternating sampler (a finite
+        chain) and where neither form applies."""
+        if self.sampler != "exact" or not 0 < delta < 1:
+            return None
+        cal = self.calibrate(data.n, data.p, problem, epsilon, delta)
+        center = problem.constraint.center(data.p)
+        factors = getattr(problem, "rem_factors", None)
+        if factors is not None and cal.k * (float(problem.strong_convexity) + cal.mu) > 0:
+            return [Law1D(float(f.edges[0]), float(f.edges[-1]), f.logpdf, (),
+                          tuple(float(x) for x in f.edges[1:-1]))
+                    for f in factors(data, cal.k, cal.mu, center)]
+        ends = interval_of_region(problem.constraint)
+        if data.p != 1 or ends is None:
+            return None
+        k, mu, c = cal.k, cal.mu, float(center[0])
+
+        def log_weight(t: np.ndarray) -> np.ndarray:
+            t = np.asarray(t, dtype=float).reshape(-1)
+            return (-k * sum_losses(problem, data, t[:, None]) / data.n
+                    - 0.5 * k * mu * (t - c) ** 2)
+
+        return [normalised_law_1d(log_weight, ends[0], ends[1],
+                                  breakpoints=np.asarray(data.X, dtype=float).ravel())]
+
+    def exact_epsilon(self, d0: Dataset, d1: Dataset, problem: Problem, *, epsilon: float,
+                      delta: float) -> float | None:
+        """The exact ε(δ) of the exact sampler's release (:meth:`_exact_laws`): one coordinate
+        (:func:`dpbench.privacy.exact_loss.epsilon_1d`), or the product of two on SEP-ABS at
+        p = 2, whose log ratio is a sum of independent terms
+        (:func:`~dpbench.privacy.exact_loss.epsilon_product_2`); ``None`` for p ≥ 3. The claim
+        it compares with is (ε, δ_Gauss(ε, γ)) of the γ-GDP theorem."""
+        P, Q = self._exact_laws(d0, problem, epsilon, delta), self._exact_laws(
+            d1, problem, epsilon, delta)
+        if P is None or Q is None:
+            return None
+        if len(P) == 1:
+            return epsilon_1d(P[0], Q[0], delta)
+        if len(P) == 2:
+            return epsilon_product_2(P, Q, delta)
+        return None
+
+    def log_density_ratio(self, thetas: np.ndarray, d0: Dataset, d1: Dataset, problem: Problem,
+                          *, epsilon: float, delta: float) -> np.ndarray | None:
+        """log π_D(θ) − log π_D′(θ), summed over the coordinates' laws (:meth:`_exact_laws`)."""
+        P, Q = self._exact_laws(d0, problem, epsilon, delta), self._exact_laws(
+            d1, problem, epsilon, delta)
+        if P is None or Q is None:
+            return None
+        thetas = np.atleast_2d(np.asarray(thetas, dtype=float))
+        return np.sum([a.logpdf(thetas[:, j]) - b.logpdf(thetas[:, j])
+                       for j, (a, b) in enumerate(zip(P, Q, strict=True))], axis=0)
 
     def _exact_ledger(self, epsilon: float, cal: RemCalibration) -> PrivacyLedger:
         return PrivacyLedger.from_charges(Charge(

@@ -42,7 +42,7 @@ from typing import Any
 from numba import njit
 from numba.core.caching import FunctionCache, IndexDataCacheFile
 
-__all__ = ["SafeFunctionCache", "cached_njit", "specialise"]
+__all__ = ["SafeFunctionCache", "cached_njit", "inlinable", "specialise"]
 
 
 def _file_stamp(path: str) -> str:

@@ -175,6 +175,42 @@ def test_localize_mcmc_is_uncertified() -> None:
     assert not r.ledger.charges[1].certified
 
 
+@pytest.mark.parametrize("sampler", ["rwm", "mala"])
+def test_localize_mcmc_starts_inside_when_theta0_rounds_outside_c(sampler: str) -> None:
+    """θ₀ = Π_C(θ̂ + b) lies on ∂C when the projection is active and rounding leaves it an ulp
+    outside C about 20 % of the time at n = 2, p = 2 (LB-Quad, where ‖b‖ ≫ R): the chain's start
+    is pulled inside (:func:`dpbench.numerics.samplers.mcmc.inward_start`) instead of raising
+    "the region's centre is not inside the region", by ``run`` and ``run_batch`` alike. Seeds
+    0…59 hold several such starts (7 and 23 among them)."""
+    from dpbench.numerics.samplers.mcmc import inward_start
+
+    prob = LBQuad()
+    alg = Localize(sampler=sampler, steps=20)
+    data = prob.generate(2, 2, np.random.default_rng(1))
+    outside = 0
+    for seed in range(60):
+        theta0 = alg.outpert().run(data, prob, epsilon=0.5, delta=0.0,
+                                   rng=np.random.default_rng(seed)).theta
+        outside += float(theta0 @ theta0) > 1.0
+        r = alg.release(data, prob, epsilon=EPS, delta=0.0, rng=np.random.default_rng(seed))
+        assert prob.constraint.contains(r.theta, tol=0.0)
+    assert outside >= 3
+    out = alg.release_batch(data, prob, epsilon=EPS, delta=0.0, rng=np.random.default_rng(0),
+                            size=400)
+    assert out is not None and np.all(prob.constraint.contains(out.thetas, tol=0.0))
+    # the rule itself: inside → unchanged (bit for bit); an ulp out → inside; far out → refused
+    centers, radii = np.zeros((1, 2)), np.array([1.0])
+    inside = np.array([0.6, 0.8 - 1e-12])
+    assert inward_start(inside, centers, radii).tobytes() == inside.tobytes()
+    ulp_out = np.array([-0.42602294, -0.90471236]) / math.hypot(-0.42602294, -0.90471236)
+    ulp_out = ulp_out * (1.0 + 2.0 * np.finfo(float).eps)
+    assert float(ulp_out @ ulp_out) > 1.0
+    moved = inward_start(ulp_out, centers, radii)
+    assert float(moved @ moved) <= 1.0 and np.max(np.abs(moved - ulp_out)) < 1e-14
+    with pytest.raises(ValueError, match="centre is not inside"):
+        inward_start(np.array([1.0 + 1e-6, 0.0]), centers, radii)
+
+
 def test_localize_rate_card() -> None:
     card = Localize().rate_card()
     assert card.exponents == {"n": -2, "p": 2, "epsilon": -2}

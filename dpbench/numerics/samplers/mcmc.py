@@ -7,7 +7,8 @@ Target: π(θ) ∝ exp(−U(θ)) on a region (a ball or an intersection of balls
 U(θ) = k·Σᵢ ℓ(θ; dᵢ) on the **sum** scale (BST14 Algorithm 2). Both chains
 
 * start at the data-independent ``region.center(p)`` (never at the non-private θ*; for a localised
-  region C ∩ B(θ₀, r₀) the centre is the private θ₀, a post-processing);
+  region C ∩ B(θ₀, r₀) the centre is the private θ₀, a post-processing), pulled inside by a few
+  ulps where rounding left it just outside the region (:func:`inward_start`);
 * reject a proposal outside the region (the chain stays), so no projection, gauge or extension is
   needed and π is the exact stationary law;
 * use public step sizes ∝ 1/(k·n·L), the inverse gradient scale of U (RWM h ≈ 0.5/(kM), MALA
@@ -48,8 +49,9 @@ from ...core.time_limit import checkpoint
 from ..jit import inlinable, specialise
 from ..kernels import LossKernel, kernel_arrays
 
-__all__ = ["KINDS", "BASE_STEP", "STEPS_PER_UNIT", "MIN_STEPS", "region_balls", "default_step",
-           "default_steps", "run_chain", "run_chains", "relocated_region", "chain_starts"]
+__all__ = ["KINDS", "BASE_STEP", "STEPS_PER_UNIT", "MIN_STEPS", "START_RTOL", "region_balls",
+           "default_step", "default_steps", "inward_start", "run_chain", "run_chains",
+           "relocated_region", "chain_starts"]
 
 KINDS = ("rwm", "mala")
 #: h·k·n·L at step_scale = 1 (docs/bst14.md, "Derived constants": 0.5 for RWM, 0.3 for MALA).
@@ -298,6 +300,40 @@ def _chain_info(kind: str, n_steps: int, h: float, accepted: float,
 
 
 _CENTRE_OUTSIDE = "MCMC sampler: the region's centre is not inside the region"
+#: Largest relative distance outside a ball (‖θ − c‖/r − 1) that a chain's start may have and be
+#: pulled inside (:func:`inward_start`): rounding of a projection onto the boundary, never more.
+START_RTOL = 1e-9
+
+
+def inward_start(theta: np.ndarray, centers: np.ndarray, radii: np.ndarray) -> np.ndarray:
+    """The chain's start θ, pulled inside every ball where rounding left it just outside.
+
+    A localised region's centre is the projection of the private θ₀ = Π_C(θ̂ + b), which lies
+    on ∂C whenever the projection is active; rounding can leave it an ulp outside C by the
+    chains' membership test ‖θ − c‖² ≤ r² (:func:`_inside`), about 20 % of the runs at tiny n
+    with p = 2. Each ball B(c, r) with r < ‖θ − c‖ ≤ r(1 + :data:`START_RTOL`) moves θ to
+    c + (θ − c)·(r/‖θ − c‖)·(1 − 4·eps), a move of a few ulps toward c (a ball that this move
+    leaves by rounding is treated the same way, for at most four rounds). The start is a
+    post-processing of the private θ₀ either way, and it moves by ≤ 1e-9·r. A start already
+    inside is returned unchanged (the same chain as before, bit for bit); one farther out raises
+    ``ValueError``: it is not a rounding error.
+    """
+    theta = np.array(theta, dtype=float)
+    for _ in range(4):
+        d = theta[None, :] - centers
+        sq = np.einsum("ij,ij->i", d, d)  # _inside_np's test, to the bit
+        out = np.flatnonzero(sq > radii * radii)
+        if out.size == 0:
+            return theta
+        for j in out:
+            dist = math.sqrt(float(sq[j]))
+            if dist > radii[j] * (1.0 + START_RTOL):
+                raise ValueError(_CENTRE_OUTSIDE)
+            theta = centers[j] + (theta - centers[j]) * (
+                radii[j] / dist * (1.0 - 4.0 * np.finfo(float).eps))
+    if not _inside_np(theta, centers, radii):
+        raise ValueError(_CENTRE_OUTSIDE)
+    return theta
 
 
 def run_chain(problem: Problem, data: Dataset, k: float, region: ConstraintSet,
@@ -310,9 +346,7 @@ def run_chain(problem: Problem, data: Dataset, k: float, region: ConstraintSet,
     """
     n_steps, h, centers, radii = _chain_setup(problem, data, k, region, kind, steps, step_scale)
     n, p = data.n, data.p
-    theta = np.array(region.center(p), dtype=float)
-    if not _inside_np(theta, centers, radii):
-        raise ValueError(_CENTRE_OUTSIDE)
+    theta = inward_start(region.center(p), centers, radii)
     mala = kind == "mala"
     kern = problem.kernel() if compiled else None
     if kern is None:
@@ -404,8 +438,7 @@ def run_chains(problem: Problem, data: Dataset, k: float, region: ConstraintSet,
                              f"({size}, {centers.shape[0]}, {p})")
         thetas = np.ascontiguousarray(chain_starts(region, row_centers))
     for i in range(size):
-        if not _inside_np(thetas[i], row_centers[i], radii):
-            raise ValueError(_CENTRE_OUTSIDE)
+        thetas[i] = inward_start(thetas[i], row_centers[i], radii)
     mala = kind == "mala"
     chain = _compiled_chain(kern)
     X, y = kernel_arrays(data)
