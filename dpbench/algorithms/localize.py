@@ -124,9 +124,11 @@ class Localize(Algorithm):
     citation: ClassVar[str] = "Bassily, Smith, Thakurta (FOCS 2014), Algorithm 4, Thm 4.1 and 4.3"
     privacy: ClassVar[str] = "pure"
     requires: ClassVar[tuple[str, ...]] = ("convex", "lipschitz", "strongly_convex")
-    # 2: an MCMC chain whose start θ₀ = Π_C(θ̂ + b) rounds an ulp outside C is pulled inside
-    # (numerics.samplers.mcmc.inward_start) instead of raising; other seeds are unchanged.
-    version: ClassVar[str] = "2"
+    # Still 1: an MCMC chain whose start θ₀ = Π_C(θ̂ + b) rounds an ulp outside C is now pulled
+    # inside (numerics.samplers.mcmc.inward_start) instead of raising, and every run that
+    # completed before releases the same θ, so no stored cell is stale (a failed cell is retried
+    # on resume; docs/writing-a-plugin.md, 'version').
+    version: ClassVar[str] = "1"
     params: ClassVar[dict[str, Param]] = {
         "radius_rule": Param(
             "quantile", kind="str", choices=("quantile", "paper"),

@@ -399,13 +399,18 @@ def point_result(pt: AuditPoint, state: PointState, alpha: float,
 
 
 def exact_epsilon(pt: AuditPoint, config: int) -> float:
-    """The mechanism's exact ε of the configuration's pair when it can compute it (NaN else)."""
+    """The mechanism's exact ε of the configuration's pair when it can compute it (NaN else).
+    Only an ``exact_epsilon`` written for the ``run`` the class releases counts: one inherited by
+    a subclass that replaced ``run`` (a broken copy) describes another law."""
     from .runs import point_pair
 
+    algorithm = pt.algorithm(config)
+    if not type(algorithm)._defined_at_or_below_run("exact_epsilon"):
+        return math.nan
     c = pt.configs[config]
     pair = point_pair(pt, config)
     try:
-        value = pt.algorithm(config).exact_epsilon(pair.d0, pair.d1, pt.problem(),
+        value = algorithm.exact_epsilon(pair.d0, pair.d1, pt.problem(),
                                                    epsilon=c.epsilon, delta=c.delta)
     except (NotApplicable, ValueError, ArithmeticError):
         return math.nan

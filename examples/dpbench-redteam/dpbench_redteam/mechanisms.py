@@ -625,6 +625,8 @@ def _run_only(cls: type[_ClippedMean]) -> type[_ClippedMean]:
     """The ``run``-only copy of a red-team class, registered as ``<name>_run``."""
     return type(f"{cls.__name__}RunOnly", (_RunOnly, cls), {  # type: ignore[return-value]
         "name": f"{cls.name}_run", "__module__": __name__,
+        # the copy releases the original's law, so the original's exact ε describes it
+        "exact_epsilon": cls.exact_epsilon,
         "summary": f"{cls.summary} (run only: no vectorised or many-run path)",
         "__doc__": f"{cls.__name__} with ``run`` alone (no ``run_batch``, no ``run_many``)."})
 
