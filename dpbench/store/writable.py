@@ -108,6 +108,10 @@ def check_writable(path: str | Path, option: str,
         dirs.append(target)
     for d in dirs:
         reason = _refusal(d)
+        if reason is not None and d == target and not os.path.lexists(target):
+            # another process moved the store into place (or removed it) between the two
+            # looks: what decides now is the ancestor, checked above, and the store's lock
+            continue
         if reason is not None:
             hint = "free some space, or choose another" if "no space" in reason else \
                 "choose another"
