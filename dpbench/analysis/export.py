@@ -178,18 +178,16 @@ def _stack(frames: Sequence[pd.DataFrame]) -> pd.DataFrame:
     return pd.concat(aligned, ignore_index=True)
 
 
-def store_frame(store: Store | str | Path, selection: Selection | None = None) -> pd.DataFrame:
+def store_frame(store: Store, selection: Selection | None = None) -> pd.DataFrame:
     """Every cell of every experiment of a store (of the ``selection``'s slice), as one tidy
     table (:func:`experiment_frame` per experiment, stacked in the store's experiment order
     over the union of the columns).
 
     Pending and failed cells are included; audits (``audit/<name>``) are not experiments and are
-    not exported. A path that is not a dpbench store raises
-    :class:`~dpbench.core.errors.StoreError`.
+    not exported.
     """
     import xarray as xr
 
-    store = store if isinstance(store, Store) else Store.open(store)
     selection = selection or Selection()
     index = store.selection_index()
     selection.check(index)
@@ -209,10 +207,10 @@ def format_of(path: str | Path) -> str | None:
     return next((fmt for fmt, s in _SUFFIX.items() if s == suffix), None)
 
 
-def default_output(store_path: str | Path, fmt: str) -> Path:
+def default_output(store: Store, fmt: str) -> Path:
     """``<store directory name>.csv`` / ``.parquet`` in the current directory (a ``.zarr``
     suffix is dropped: ``results/quickstart.zarr`` gives ``quickstart.csv``)."""
-    name = Path(store_path).resolve().name
+    name = store.path.resolve().name
     if name.lower().endswith(".zarr") and len(name) > len(".zarr"):
         name = name[:-len(".zarr")]
     return Path(name + _SUFFIX[fmt])

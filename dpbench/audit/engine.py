@@ -37,6 +37,7 @@ import numpy as np
 from threadpoolctl import threadpool_limits
 
 from ..config.audit import SEARCH, AuditSpec
+from ..config.records import suite_record
 from ..config.suite import Suite
 from ..core.errors import CellTimeout, NotApplicable, UserInputError
 from ..core.neighbours import canary_not_applicable_reason, search_canaries
@@ -535,13 +536,13 @@ class PointRunner:
             state.failed.pop(key, None)
 
 
-def run_audits(suite: Suite, store_path: str | Path, *, scheduler: str | None = None,
+def run_audits(suite: Suite, store: str | os.PathLike[str], *, scheduler: str | None = None,
                scheduler_file: str | Path | None = None, profile: str | Path | None = None,
                workers: int | None = None, backend: str = "dask", restart: bool = False,
                retry_failed: bool = True, window: int | None = None, progress: bool = True,
                on_result: Callable[[AuditTaskResult], None] | None = None,
                break_lock: bool = False) -> AuditSummary:
-    """Run (or resume) the audits of ``suite`` into the store at ``store_path``.
+    """Run (or resume) the audits of ``suite`` into the store at path ``store``.
 
     The suite is planned (applicability, K, per-point alpha) before the store is touched; only
     batches not done are computed (failed ones too unless ``retry_failed`` is False); the bounds
@@ -552,19 +553,19 @@ def run_audits(suite: Suite, store_path: str | Path, *, scheduler: str | None = 
     connection = Connection(backend, workers, scheduler, scheduler_file, profile)
     connection.check()
     plan = plan_audits(suite)
-    with StoreLock(store_path, f"dpbench audit {suite.name}", break_stale=break_lock):
-        return _audit_locked(suite, store_path, plan, connection, restart=restart,
+    path = Path(store)
+    with StoreLock(path, f"dpbench audit {suite.name}", break_stale=break_lock):
+        return _audit_locked(suite, path, plan, connection, restart=restart,
                              retry_failed=retry_failed, window=window, progress=progress,
                              on_result=on_result)
 
 
-def _audit_locked(suite: Suite, store_path: str | Path, plan: AuditPlan, connection: Connection,
+def _audit_locked(suite: Suite, path: Path, plan: AuditPlan, connection: Connection,
                   *, restart: bool, retry_failed: bool, window: int | None, progress: bool,
                   on_result: Callable[[AuditTaskResult], None] | None) -> AuditSummary:
-    if check_store_path(Path(store_path)) and not restart:  # refuse before writing anything
-        AuditStore(Store.open(store_path)).check_matches(suite.audits, suite.root_seed)
-    store = Store.prepare(store_path, dataclasses.replace(suite, experiments=()),
-                          whole_suite=False)
+    if check_store_path(path) and not restart:  # refuse before writing anything
+        AuditStore(Store.open(path)).check_matches(suite.audits, suite.root_seed)
+    store = Store.prepare(path, suite_record(suite, experiments=False), whole_suite=False)
     astore = AuditStore(store)
     astore.prepare(suite.audits, suite.root_seed, restart=restart)
     states: dict[int, PointState] = {}
@@ -579,7 +580,7 @@ def _audit_locked(suite: Suite, store_path: str | Path, plan: AuditPlan, connect
 
     runner = PointRunner(plan.points, plan.alpha, plan.flat, states, save)
     by_key = {(pt.audit, plan.flat(pt)): pt for pt in plan.points}
-    summary = AuditSummary(Path(store_path), "none (nothing to compute)",
+    summary = AuditSummary(path, "none (nothing to compute)",
                            alpha_total=plan.alpha_total, alpha_per_point=plan.alpha,
                            n_points=plan.n_points)
 
@@ -609,7 +610,7 @@ def _audit_locked(suite: Suite, store_path: str | Path, plan: AuditPlan, connect
                 counts[key] = counts.get(key, 0.0) + 1
             bar = Progress(len(chunks), sum(t.cost for t in tasks), enabled=progress,
                            class_units=units, class_chunks=counts)
-            drive_tasks(tasks, store, summary, bar, kind=kind, write=write,
+            drive_tasks(tasks, store.record_run, summary, bar, kind=kind, write=write,
                         connection=connection, window=window, on_result=on_result,
                         command="audit", opened=opened)
             chunks = runner.next_chunks()

@@ -142,7 +142,7 @@ def run(args: argparse.Namespace) -> int:
     target = _check_options(args)
     from ..config.selection import Selection
     from ..report.compare import compare_context, compare_stores, render_compare, unmatched_lines
-    from ..store.status import print_tables
+    from .status import print_tables
 
     result, prov = compare_stores(args.a, args.b, alpha=args.alpha, min_change=args.min_change,
                                   selection=Selection.parse(args.only))

@@ -57,7 +57,7 @@ def run(args: argparse.Namespace) -> int:
     store = Store.open(args.store)
     selection = Selection.parse(args.only)
     selection.check(store.selection_index())
-    target = Path(args.output) if args.output else default_output(store.path, fmt)
+    target = Path(args.output) if args.output else default_output(store, fmt)
     check_output(target, args.overwrite)  # before the store is read: a refusal writes nothing
     frame = store_frame(store, selection)
     write_table(frame, target, fmt, overwrite=args.overwrite)

@@ -193,7 +193,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
                         retry_failed=not args.no_retry_failed, progress=not args.quiet,
                         break_lock=args.break_lock, selection=selection)
     if not args.quiet:
-        from ..store.status import print_tables, results_table  # zarr, rich: after the run
+        from .status import print_tables, results_table  # zarr, rich: after the run
 
         print_tables(*(results_table(args.store, name) for name in summary.counts))
     total = {k: sum(getattr(c, k) for c in summary.counts.values())
@@ -220,7 +220,8 @@ def _restart_confirmed(store: str, suite: Any) -> bool:
     nothing: ask on a terminal, say so otherwise (a script asked for it)."""
     from ..store.cube import Store
 
-    done = Store.unchanged_done_cells(store, suite)
+    done = Store.unchanged_done_cells(
+        Path(store), {e.name: e.fingerprint(suite.root_seed) for e in suite.experiments})
     if not done:
         return True
     question = (f"--restart: the store {store!r} holds this suite unchanged, with {done} computed "
@@ -295,7 +296,7 @@ def _cmd_plan(args: argparse.Namespace) -> int:
         store = Store.open(args.store)
         stores.append(args.store)
         for e in suite.experiments:
-            if store.holds(e, suite.root_seed):
+            if store.holds(e.name, e.fingerprint(suite.root_seed)):
                 left = store.pending_mask(e.name)
                 masks[e.name] = left & masks[e.name] if e.name in masks else left
             elif e.name in store.experiments():
@@ -344,7 +345,7 @@ def _cmd_audit(args: argparse.Namespace) -> int:
     from ..audit.engine import run_audits
     from ..audit.report import audit_table, summary_lines
     from ..config.suite import load_suite
-    from ..store.status import print_tables
+    from .status import print_tables
 
     suite = load_suite(args.suite)
     _check_report_dir(args.report)
@@ -367,7 +368,7 @@ def _cmd_list(args: argparse.Namespace) -> int:
     from rich.table import Table
 
     from ..core import registry
-    from ..store.status import print_tables
+    from .status import print_tables
 
     tables = []
     if args.kind in (None, "algorithms"):
@@ -407,7 +408,7 @@ def _cmd_list(args: argparse.Namespace) -> int:
 
 
 def _cmd_status(args: argparse.Namespace) -> int:
-    from ..store.status import print_tables, rows_table
+    from .status import print_tables, rows_table
     from ..store.summary import summarised
 
     selection = _selection(args)
@@ -419,7 +420,7 @@ def _cmd_status(args: argparse.Namespace) -> int:
         return EXIT_OK
     from ..audit.store import audit_names, audit_status
     from ..store.cube import Store
-    from ..store.status import status_table
+    from .status import status_table
 
     store = Store.open(args.store)
     audits = audit_names(store)
@@ -465,10 +466,12 @@ def _write_report(store: str, output: str | None, allow_incomplete: bool,
     from ..analysis.expectations import summary_line
     from ..report import default_output
     from ..report.build import check_output, render_report, report_context
+    from ..store.cube import Store
 
-    target = Path(output) if output is not None else default_output(store, selection)
+    opened = Store.open(store)
+    target = Path(output) if output is not None else default_output(opened, selection)
     check_output(target, overwrite, option)  # before any work: a refusal writes nothing
-    context = report_context(store, allow_incomplete=allow_incomplete, selection=selection)
+    context = report_context(opened, allow_incomplete=allow_incomplete, selection=selection)
     checks = [c for e in context["experiments"] for c in e.expectations]
     html, md = render_report(context, target, overwrite=overwrite, option=option)
     if checks:
@@ -488,9 +491,10 @@ def _cmd_check(args: argparse.Namespace) -> int:
     from ..analysis.expectations import summary_line
     from ..report.build import store_expectations
     from ..report.figures import estimate_text, fixed_text
+    from ..store.cube import Store
 
     selection = _selection(args)
-    checks = store_expectations(args.store, allow_incomplete=args.allow_incomplete,
+    checks = store_expectations(Store.open(args.store), allow_incomplete=args.allow_incomplete,
                                 selection=selection)
     if not checks:
         print(f"{args.store}: " + (f"no expected rate (expect:) is about the slice "

@@ -27,7 +27,7 @@ A suite::
 
 Privacy kinds and the ``delta`` axis: an (ε, δ)-DP mechanism needs δ > 0 at every grid point; a
 pure ε-DP mechanism may sit at any δ and runs at δ = 0 there (ε-DP implies (ε, δ)-DP for every
-δ ≥ 0; :func:`dpbench.core.algorithm.mechanism_point`), so its values are the same at every δ and
+δ ≥ 0; :meth:`dpbench.core.grid.GridPoint.for_privacy`), so its values are the same at every δ and
 one experiment can compare pure and (ε, δ) mechanisms on paired data; non-private references
 ignore ε and δ.
 
@@ -41,9 +41,10 @@ audit``, ignored by ``dpbench run``); their format and validation are in
 
 from __future__ import annotations
 
+import itertools
 import math
 import re
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -51,6 +52,7 @@ from typing import Any
 import yaml
 
 from ..core.errors import SuiteError, UserInputError, did_you_mean
+from ..core.grid import CORE_AXES, GridPoint
 from ..core.params import identity_params
 from ..core.schema import FLOAT_VARS
 from ..core.seeding import stable_hash
@@ -78,7 +80,6 @@ from .validation import (
 )
 
 SCHEMA_VERSION = 1
-CORE_AXES = ("n", "p", "epsilon", "delta")
 #: Upper bounds of the per-cell limits (a larger value is a typo, and overflows timers).
 MAX_CELL_TIMEOUT_S = 7 * 24 * 3600.0
 MAX_CELL_MEMORY_MB = 1e6
@@ -223,11 +224,27 @@ class Experiment:
         return (len(self.algorithms), len(self.problems), *(len(v) for v in self.grid.values()),
                 self.seeds)
 
-    def problem_axes(self, point: Mapping[str, Any]) -> dict[str, Any]:
-        return {k: point[k] for k, r in self.extra_routing.items() if r == "problem"}
+    def problem_axes(self, point: GridPoint) -> dict[str, Any]:
+        """The extra axes routed to the problems, at ``point``."""
+        return point.values(k for k, r in self.extra_routing.items() if r == "problem")
 
-    def algorithm_axes(self, point: Mapping[str, Any]) -> dict[str, Any]:
-        return {k: point[k] for k, r in self.extra_routing.items() if r == "algorithm"}
+    def algorithm_axes(self, point: GridPoint) -> dict[str, Any]:
+        """The extra axes routed to the algorithms, at ``point``."""
+        return point.values(k for k, r in self.extra_routing.items() if r == "algorithm")
+
+    def point_at(self, gidx: Sequence[int]) -> GridPoint:
+        """The grid point at position ``gidx`` along the grid axes."""
+        return GridPoint.from_values({a: self.grid[a][i] for a, i in zip(self.axes, gidx)})
+
+    def points(self) -> Iterator[tuple[tuple[int, ...], GridPoint]]:
+        """(index, point) for every grid point, in C order over the grid axes."""
+        for idx in itertools.product(*(range(len(self.grid[a])) for a in self.axes)):
+            yield idx, self.point_at(idx)
+
+    @property
+    def first_point(self) -> GridPoint:
+        """The grid's first point (where rate cards and oracle kinds are read)."""
+        return self.point_at([0] * len(self.axes))
 
     def definition(self, root_seed: int) -> dict[str, Any]:
         """Everything that determines the meaning of the experiment's cells (for fingerprints)."""

@@ -13,13 +13,12 @@ record is reused instead of recomputed.
 
 from __future__ import annotations
 
-import itertools
 import math
 from collections.abc import Mapping
 from typing import Any
 
-from ..core.algorithm import mechanism_point
 from ..core.errors import NotApplicable, SuiteError
+from ..core.grid import GridPoint
 from ..core.params import identity_params
 from ..core.seeding import stable_hash
 from .suite import DERIVED_ORACLE, Expectation, Experiment, Suite
@@ -46,13 +45,14 @@ def derivation_key(exp: Experiment, expectation: Expectation) -> str:
         "problem": [prob.name, prob.cls.version, identity_params(prob.cls.params, prob.params)]})
 
 
-def _points(exp: Experiment, expectation: Expectation) -> list[dict[str, Any]]:
-    axes = list(exp.grid)
+def _points(exp: Experiment, expectation: Expectation
+            ) -> list[tuple[dict[str, Any], GridPoint]]:
+    """The grid points ``expectation`` covers: each as the suite spells it (what its record
+    stores) and typed."""
     out = []
-    for values in itertools.product(*(exp.grid[a] for a in axes)):
-        point = dict(zip(axes, values))
-        if all(point[k] == v for k, v in expectation.at.items()):
-            out.append(point)
+    for gidx, point in exp.points():
+        if all(point.value(k) == v for k, v in expectation.at.items()):
+            out.append(({a: exp.grid[a][i] for a, i in zip(exp.axes, gidx)}, point))
     return out
 
 
@@ -70,21 +70,21 @@ def derivation(exp: Experiment, expectation: Expectation, *,
         return record
     algo_spec = next(a for a in exp.algorithms if a.label == expectation.algorithm)
     prob_spec = next(p for p in exp.problems if p.label == expectation.problem)
-    for point in _points(exp, expectation)[:1] if first_only else _points(exp, expectation):
+    points = _points(exp, expectation)
+    for at, point in points[:1] if first_only else points:
         algo = algo_spec.build(exp.algorithm_axes(point))
         prob = prob_spec.build(exp.problem_axes(point))
         if algo.not_applicable_reason(prob):
             continue
-        budget = mechanism_point(algo.privacy, point)
+        budget = point.for_privacy(algo.privacy)
         try:
-            values = algo.calibrated(prob, n=int(point["n"]), p=int(point["p"]),
-                                      epsilon=float(point["epsilon"]),
-                                      delta=float(budget.get("delta", 0.0)))
+            values = algo.calibrated(prob, n=budget.n, p=budget.p, epsilon=budget.epsilon,
+                                      delta=budget.delta)
         except NotApplicable:
             continue
         except (ValueError, ArithmeticError) as exc:
             record["error"] = (f"the calibration of {expectation.algorithm!r} failed at "
-                               f"{_point_text(point)}: {str(exc)[:300]}")
+                               f"{_point_text(at)}: {str(exc)[:300]}")
             return record
         unknown = [q for q in names if q not in values]
         if unknown:
@@ -95,10 +95,10 @@ def derivation(exp: Experiment, expectation: Expectation, *,
         bad = [q for q in names if not (math.isfinite(values[q]) and values[q] > 0)]
         if bad:
             record["error"] = (f"the calibration gives {', '.join(f'{q}={values[q]!r}' for q in bad)}"
-                               f" at {_point_text(point)}: a derived exponent needs positive "
+                               f" at {_point_text(at)}: a derived exponent needs positive "
                                "finite values")
             return record
-        record["points"].append({"at": point,
+        record["points"].append({"at": at,
                                  "values": {q: float(values[q]) for q in names}})
     return record
 

@@ -301,7 +301,7 @@ def check_privacy_kind(errs: Errors, path: str, name: str, privacy: str,
     """The rule of privacy kinds against the grid's ``delta`` axis.
 
     An (ε, δ)-DP mechanism needs δ > 0 at every grid point. A pure ε-DP mechanism runs at δ = 0
-    whatever the grid's δ (:func:`dpbench.core.algorithm.mechanism_point`: ε-DP implies (ε, δ)-DP
+    whatever the grid's δ (:meth:`dpbench.core.grid.GridPoint.for_privacy`: ε-DP implies (ε, δ)-DP
     for every δ ≥ 0), so it may share an experiment, and its δ axis, with (ε, δ) mechanisms;
     ``pure_at_any_delta=False`` (privacy audits, which test the claim at the grid's own δ)
     requires δ = 0 for it. Non-private references ignore δ.

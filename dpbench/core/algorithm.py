@@ -9,13 +9,13 @@ It implements ``run(data, problem, *, epsilon, delta, rng) -> Release`` and ``ra
 The engine (and the public check harness) call :meth:`Algorithm.release`, which validates the
 privacy arguments and applicability, calls ``run``, and checks what came back: a finite estimate
 inside C and a ledger that fits in the budget. A cell calls it with the budget of
-:func:`mechanism_point`: the grid point's (ε, δ), except δ = 0 for a pure ε-DP mechanism.
+:meth:`dpbench.core.grid.GridPoint.for_privacy`: the grid point's (ε, δ), except δ = 0 for a pure ε-DP mechanism.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
@@ -58,7 +58,7 @@ def check_privacy_args(name: str, privacy: str, epsilon: float, delta: float) ->
     ``UserInputError`` naming the argument, the rule and the allowed values.
 
     A mechanism is called with the budget it runs at: a pure ε-DP mechanism with δ = 0 (the engine
-    maps every grid δ to 0 for it, :func:`mechanism_point`), an (ε, δ)-DP one with δ in (0, 1).
+    maps every grid δ to 0 for it, :meth:`~dpbench.core.grid.GridPoint.for_privacy`), an (ε, δ)-DP one with δ in (0, 1).
     Non-private references (``"none"``) accept anything: they ignore the budget.
     """
     if privacy == "none":
@@ -76,27 +76,6 @@ def check_privacy_args(name: str, privacy: str, epsilon: float, delta: float) ->
         raise UserInputError(
             f"{name} is an (ε, δ)-DP mechanism: delta must be in (0, 1), got delta=0 (an "
             "(ε, δ) guarantee with δ = 0 would be a pure ε-DP claim the mechanism does not make)")
-
-
-def mechanism_point(privacy: str, point: Mapping[str, Any]) -> dict[str, Any]:
-    """The grid point as a mechanism of kind ``privacy`` runs at it: the one place where the
-    engine turns a grid point into the mechanism's budget and into its randomness's identity.
-
-    A pure ε-DP mechanism runs at δ = 0 whatever the grid's δ: ε-DP is (ε, 0)-DP, which implies
-    (ε, δ)-DP for every δ ≥ 0 (Dwork and Roth 2014, *The Algorithmic Foundations of Differential
-    Privacy*, Def. 2.4), so an experiment may hold pure and (ε, δ) mechanisms side by side over a
-    δ axis that the pure ones ignore, and the comparison is fair to the (ε, δ) ones. The point
-    returned, with ``delta`` 0, is also what keys the cell's mechanism stream
-    (:func:`dpbench.core.seeding.mechanism_identity`): a pure mechanism's values are identical at
-    every δ of a grid, and equal to those of a δ = 0 experiment (where pure mechanisms always
-    ran, so their cubes are unchanged). Every other kind runs at the grid point itself: (ε, δ)
-    mechanisms at its δ (validation refuses δ = 0 for them), non-private references receive it
-    and ignore it (their identity keeps the grid's ε and δ, as it always has).
-    """
-    out = dict(point)
-    if privacy == "pure" and out.get("delta", 0) != 0:
-        out["delta"] = 0.0
-    return out
 
 
 class Algorithm(Parametrized):

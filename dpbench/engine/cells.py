@@ -21,7 +21,6 @@ from typing import Any
 import numpy as np
 from threadpoolctl import threadpool_limits
 
-from ..core.algorithm import mechanism_point
 from ..core.errors import CellTimeout, NotApplicable
 from ..core.params import identity_params
 from ..core.problem import Dataset, Optimum, Problem
@@ -115,21 +114,22 @@ class CellStreams:
     key, the data stream and the mechanism stream, bit-identical to computing each per cell.
 
     ``point`` is the grid point as the chunk's mechanism (of privacy kind ``privacy``) runs at it
-    (:func:`~dpbench.core.algorithm.mechanism_point`: δ = 0 for a pure ε-DP mechanism): it keys
+    (:meth:`~dpbench.core.grid.GridPoint.for_privacy`: δ = 0 for a pure ε-DP mechanism): it keys
     the mechanism stream and gives the (ε, δ) the mechanism is called with.
     """
 
     def __init__(self, chunk: ChunkSpec, privacy: str) -> None:
-        n, p = int(chunk.point["n"]), int(chunk.point["p"])
+        n, p = chunk.point.n, chunk.point.p
         prob = identity_params(chunk.problem_cls.params, chunk.problem_params)
         algo = identity_params(chunk.algorithm_cls.params, chunk.algorithm_params)
         self._prob, self._n, self._p, self._name = prob, n, p, chunk.problem_name
-        self.point = mechanism_point(privacy, chunk.point)
+        self.point = chunk.point.for_privacy(privacy)
+        point_id = self.point.identity()
         self.data = SeedTemplate(self.data_id)
         self.cache = SeedTemplate(lambda s: [self.data_id(s), chunk.root_seed,
                                              chunk.problem_cls.version])
         self.mechanism = SeedTemplate(lambda s: mechanism_identity(
-            chunk.algorithm_name, algo, self.data_id(s), self.point))
+            chunk.algorithm_name, algo, self.data_id(s), point_id))
 
     def data_id(self, seed: int) -> dict[str, Any]:
         return data_identity(self._name, self._prob, self._n, self._p, seed)
@@ -145,11 +145,11 @@ def compute_cell(chunk: ChunkSpec, j: int, problem: Problem, algorithm: Any,
     ``memory_mb`` names the memory limit in the error of a cell that ran out of memory;
     ``streams`` is the chunk's :class:`CellStreams`, shared by its cells.
     """
-    n, p = int(chunk.point["n"]), int(chunk.point["p"])
+    n, p = chunk.point.n, chunk.point.p
     try:
         streams = streams if streams is not None else CellStreams(chunk, algorithm.privacy)
         # The budget the mechanism runs at: the grid's, but δ = 0 for a pure mechanism.
-        eps, delta = float(streams.point["epsilon"]), float(streams.point["delta"])
+        eps, delta = streams.point.epsilon, streams.point.delta
         seed = int(chunk.seeds[j])
         data, opt = dataset_and_optimum(problem, streams.data_id(seed), chunk.root_seed, streams)
         rng = streams.mechanism.rng(seed, chunk.root_seed)

@@ -142,7 +142,7 @@ def _cells_of(store: Any, suite: Suite, acc: dict[str, _Measured]) -> None:
     from .plan import ExperimentPlan
 
     for exp in suite.experiments:
-        if not store.holds(exp, suite.root_seed):
+        if not store.holds(exp.name, exp.fingerprint(suite.root_seed)):
             continue
         ep = ExperimentPlan(suite, exp)
         if not len(ep):

@@ -17,7 +17,6 @@ Results never depend on packing: every cell draws its randomness from its own id
 
 from __future__ import annotations
 
-import itertools
 import math
 from array import array
 from collections import OrderedDict
@@ -29,6 +28,7 @@ import numpy as np
 
 from ..config.suite import Experiment, Suite
 from ..core.algorithm import Algorithm
+from ..core.grid import GridPoint
 from ..core.problem import Problem
 from ..core.schema import NotApplicableChunk
 
@@ -66,7 +66,7 @@ class ChunkSpec:
     problem_cls: type[Problem]
     problem_name: str
     problem_params: dict[str, Any]
-    point: dict[str, Any]                  # n, p, epsilon, delta and extra axes
+    point: GridPoint                       # n, p, epsilon, delta and extra axes
     seeds: tuple[int, ...]                 # seed indices to compute
     n_seeds: int                           # chunk length along seed
     root_seed: int
@@ -93,13 +93,6 @@ class TaskSpec:
         return sum(len(c.seeds) for c in self.chunks)
 
 
-def grid_points(exp: Experiment) -> Iterator[tuple[tuple[int, ...], dict[str, Any]]]:
-    """(index, point) for every grid point, in C order over the grid axes."""
-    ranges = [range(len(exp.grid[a])) for a in exp.axes]
-    for idx in itertools.product(*ranges):
-        yield idx, _point(exp, idx)
-
-
 class _Instances:
     """The problem and algorithm instances of an experiment's grid points, built on demand.
 
@@ -123,13 +116,13 @@ class _Instances:
                 self._cache.popitem(last=False)
             return value
 
-    def problem(self, pi: int, point: dict[str, Any]) -> tuple[tuple[Any, ...], Problem]:
+    def problem(self, pi: int, point: GridPoint) -> tuple[tuple[Any, ...], Problem]:
         """(key, instance) of problem ``pi`` at ``point``; equal keys, equal instances."""
         axes = self.exp.problem_axes(point)
         key = ("p", pi, tuple(sorted(axes.items())))
         return key, self._get(key, lambda: self.exp.problems[pi].build(axes))
 
-    def algorithm(self, ai: int, point: dict[str, Any]) -> tuple[tuple[Any, ...], Algorithm]:
+    def algorithm(self, ai: int, point: GridPoint) -> tuple[tuple[Any, ...], Algorithm]:
         """(key, instance) of algorithm ``ai`` at ``point``."""
         axes = self.exp.algorithm_axes(point)
         key = ("a", ai, tuple(sorted(axes.items())))
@@ -138,10 +131,6 @@ class _Instances:
     def derived(self, key: tuple[Any, ...], make: Callable[[], Any]) -> Any:
         """A value computed from instances (applicability, cost), cached under ``key``."""
         return self._get(("d", *key), make)
-
-
-def _point(exp: Experiment, gidx: Sequence[int]) -> dict[str, Any]:
-    return {a: exp.grid[a][i] for a, i in zip(exp.axes, gidx)}
 
 
 def _unravel(flat: int, shape: Sequence[int]) -> tuple[int, ...]:
@@ -183,8 +172,8 @@ class ExperimentPlan:
         self.n_cells = 0
         #: Pending applicable cells per (algorithm, problem) position.
         self.class_cells = np.zeros((n_alg, n_prob), dtype=np.int64)
-        for g, (gidx, point) in enumerate(grid_points(exp)):
-            n, p = int(point["n"]), int(point["p"])
+        for g, (gidx, point) in enumerate(exp.points()):
+            n, p = point.n, point.p
             for pi in range(n_prob):
                 pkey, problem = inst.problem(pi, point)
                 for ai in range(n_alg):
@@ -249,7 +238,7 @@ class ExperimentPlan:
         exp = self.exp
         index = _unravel(int(self.flat[i]), self.shape)
         ai, pi, *gidx = index
-        point = _point(exp, gidx)
+        point = exp.point_at(gidx)
         _, algorithm = self._instances.algorithm(ai, point)
         _, problem = self._instances.problem(pi, point)
         return ChunkSpec(

@@ -16,29 +16,31 @@ import contextlib
 import datetime as _dt
 import itertools
 import math
+import os
 import sys
 import threading
 import time
+from concurrent.futures import Future, wait
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
+from ..config.records import suite_record
 from ..config.selection import Selection, suite_masks
 from ..config.suite import Suite
 from ..core.schema import DONE, FAILED, FLOAT_VARS, ChunkResult
 from ..store.lock import StoreLock
 from ..store.paths import check_store_path
+from ..store.record import SuiteRecord
+from ..store.summary import Counts, experiment_counts, finished, stored_expectations
 from .backends import Connection, open_backend
 from .backends.base import IDLE, TaskFailed
 from .cells import TaskResult, run_task
 from .plan import Packer, Plan, TaskSpec, chunk_class, plan_suite
-
-if TYPE_CHECKING:
-    from ..store.summary import Counts
 
 _END = object()
 
@@ -247,7 +249,8 @@ class _WriteBuffer:
                 self.on_result(res)
 
 
-def drive_tasks(tasks: Iterable[Any], store: Any, summary: Any, bar: Progress, *,
+def drive_tasks(tasks: Iterable[Any], record_run: Callable[[dict[str, Any]], None],
+                summary: Any, bar: Progress, *,
                 kind: TaskKind, write: Callable[[list[Any]], tuple[int, int]],
                 connection: Connection, window: int | None = None,
                 on_result: Callable[[Any], None] | None = None,
@@ -256,8 +259,8 @@ def drive_tasks(tasks: Iterable[Any], store: Any, summary: Any, bar: Progress, *
     """Run packed ``tasks`` (a sequence, or an iterator the backend pulls from as its submission
     window frees up) of ``kind`` on the backend ``connection`` names, hand the completed tasks'
     results to ``write`` (which stores a list of them and returns their (done, failed) cell
-    counts) in batches (:class:`_WriteBuffer`), and record the run in the store's log, also when
-    interrupted (results received by then are written first).
+    counts) in batches (:class:`_WriteBuffer`), and record the run in the store's log
+    (``record_run``), also when interrupted (results received by then are written first).
 
     The one client loop behind ``dpbench run`` and ``dpbench audit``. ``summary`` needs
     ``backend``, ``computed``, ``failed`` and ``seconds`` attributes. A ``packer`` producing
@@ -305,7 +308,7 @@ def drive_tasks(tasks: Iterable[Any], store: Any, summary: Any, bar: Progress, *
     finally:
         bar.close()
         summary.seconds = time.perf_counter() - t0
-        store.record_run({**({"command": command} if command else {}),
+        record_run({**({"command": command} if command else {}),
                           "started_utc": started, "seconds": round(summary.seconds, 3),
                           "backend": summary.backend, "cells_computed": summary.computed,
                           "cells_failed": summary.failed,
@@ -314,146 +317,120 @@ def drive_tasks(tasks: Iterable[Any], store: Any, summary: Any, bar: Progress, *
                           **({"interrupted": interrupted} if interrupted else {})})
 
 
-def run_suite(suite: Suite, store_path: str | Path, *, scheduler: str | None = None,
+def run_suite(suite: Suite, store: str | os.PathLike[str], *, scheduler: str | None = None,
               scheduler_file: str | Path | None = None,
               profile: str | Path | None = None, workers: int | None = None,
               backend: str = "dask",
               restart: bool = False, retry_failed: bool = True, window: int | None = None,
               progress: bool = True, on_result: Callable[[TaskResult], None] | None = None,
               break_lock: bool = False, selection: Selection | None = None) -> RunSummary:
-    """Run (or resume) ``suite`` into the store at ``store_path``.
+    """Run (or resume) ``suite`` into the store at path ``store``.
 
-    The suite is validated and planned before the store is touched. Only cells that are pending
-    (and failed ones, unless ``retry_failed`` is False) are computed, and of those only the
-    ``selection``'s (the store is still prepared for the whole suite; the summary counts the
-    selected cells). The store's writer lock (:mod:`dpbench.store.lock`) is held from before
-    the store is created to the end; ``break_lock`` breaks a stale one.
+    The suite is validated and planned before the store is touched; what the store records of
+    it (identities, layout, rate cards, expected rates: :func:`~dpbench.config.records.suite_record`)
+    is computed once, here. Only cells that are pending (and failed ones, unless
+    ``retry_failed`` is False) are computed, and of those only the ``selection``'s (the store is
+    still prepared for the whole suite; the summary counts the selected cells). The store's
+    writer lock (:mod:`dpbench.store.lock`) is held from before the store is created to the end;
+    ``break_lock`` breaks a stale one.
     """
+    path = Path(store)
     connection = Connection(backend, workers, scheduler, scheduler_file, profile)
     connection.check()
+    record = suite_record(suite, stored_expectations(path))
     if not restart and not selection:
-        from ..store.summary import finished
-
-        rows = finished(Path(store_path), suite)
+        rows = finished(path, record)
         if rows is not None:  # nothing to compute or refresh: a read-only resume
-            return _finished_summary(Path(store_path), rows)
+            return RunSummary(path, "none (nothing to compute)", counts=experiment_counts(rows))
     masks = suite_masks(selection, suite) if selection else None
     # Instantiating every cell's problem and algorithm validates parameter combinations that only
     # occur at some grid points, before the store is touched.
     planned = plan_suite(suite, masks)
-    with StoreLock(store_path, f"dpbench run {suite.name}", break_stale=break_lock):
-        return _run_locked(suite, store_path, planned, connection, restart=restart,
+    with StoreLock(path, f"dpbench run {suite.name}", break_stale=break_lock):
+        return _run_locked(suite, record, path, planned, connection, restart=restart,
                            retry_failed=retry_failed, window=window, progress=progress,
                            on_result=on_result, masks=masks)
 
 
-def _finished_summary(path: Path, rows: list[list[Any]]) -> RunSummary:
-    """The summary of a resume that finds nothing to do (:func:`~dpbench.store.summary.finished`),
-    from the store's status summary."""
-    from ..store.summary import experiment_counts
-
-    return RunSummary(path, "none (nothing to compute)", counts=experiment_counts(rows))
-
-
-def _run_locked(suite: Suite, store_path: str | Path, planned: Plan,
+def _run_locked(suite: Suite, record: SuiteRecord, path: Path, planned: Plan,
                 connection: Connection, *, restart: bool, retry_failed: bool,
                 window: int | None, progress: bool,
                 on_result: Callable[[TaskResult], None] | None,
                 masks: dict[str, np.ndarray] | None) -> RunSummary:
-    resuming = check_store_path(Path(store_path)) and not restart
+    resuming = check_store_path(path) and not restart
     with contextlib.ExitStack() as stack:
         opened = None
         if not resuming and planned.n_cells > 0:
             # A new store has work: the backend starts (a LocalCluster takes about a second)
             # while the store is created.
             opened = stack.enter_context(open_backend(connection))
-        return _run_prepared(suite, store_path, planned, connection, opened, resuming=resuming,
-                             restart=restart, retry_failed=retry_failed, window=window,
-                             progress=progress, on_result=on_result, masks=masks)
+        return _run_prepared(suite, record, path, planned, connection, opened,
+                             resuming=resuming, restart=restart, retry_failed=retry_failed,
+                             window=window, progress=progress, on_result=on_result, masks=masks)
 
 
-class _NewStore:
-    """A new store, created in a thread while the run's first tasks compute (its backend is up:
-    forked workers start at once, and zarr alone takes 0.15 s to import). Writes wait for it;
-    a failed creation is raised at the first write (and by :meth:`created`)."""
+def _prepared(path: Path, record: SuiteRecord, restart: bool, plan: Plan | None
+              ) -> tuple[Any, int]:
+    """The store prepared for ``record``, and its count of cells marked not applicable (those
+    of ``plan``; none without one)."""
+    from ..store.cube import Store
 
-    def __init__(self, path: str | Path, suite: Suite, restart: bool, plan: Plan) -> None:
-        self._out: tuple[Any, int] | None = None
-        self._error: BaseException | None = None
-
-        def create() -> None:
-            from ..store.cube import Store
-
-            try:
-                store = Store.prepare(path, suite, restart=restart)
-                self._out = store, store.mark_not_applicable(plan.not_applicable)
-            except BaseException as exc:  # noqa: BLE001 - raised in the run's thread
-                self._error = exc
-
-        self._thread = threading.Thread(target=create, name="dpbench-store-create", daemon=True)
-        self._thread.start()
-
-    def wait(self) -> None:
-        self._thread.join()
-
-    def created(self) -> tuple[Any, int]:
-        """The store and its count of cells marked not applicable."""
-        self._thread.join()
-        if self._error is not None:
-            raise self._error
-        assert self._out is not None
-        return self._out
-
-    def write_many(self, chunks: list[Any]) -> None:
-        self.created()[0].write_many(chunks)
-
-    def record_run(self, info: dict[str, Any]) -> None:
-        if self._error is None:  # a store that could not be created has no log
-            self.created()[0].record_run(info)
+    store = Store.prepare(path, record, restart=restart)
+    return store, store.mark_not_applicable(plan.not_applicable) if plan is not None else 0
 
 
-def _run_prepared(suite: Suite, store_path: str | Path, planned: Plan, connection: Connection,
-                  opened: Any, *, resuming: bool, restart: bool, retry_failed: bool,
-                  window: int | None, progress: bool,
+def _run_prepared(suite: Suite, record: SuiteRecord, path: Path, planned: Plan,
+                  connection: Connection, opened: Any, *, resuming: bool, restart: bool,
+                  retry_failed: bool, window: int | None, progress: bool,
                   on_result: Callable[[TaskResult], None] | None,
                   masks: dict[str, np.ndarray] | None) -> RunSummary:
     plan = planned
+    creating: Future[tuple[Any, int]] | None = None
     if opened is None:
-        from ..store.cube import Store
-
-        store = Store.prepare(store_path, suite, restart=restart)
+        store, not_applicable = _prepared(path, record, restart, None if resuming else plan)
         if resuming:
             plan = plan_suite(suite, {e.name: store.pending_mask(e.name, retry_failed)
                                       & (True if masks is None else masks[e.name])
                                       for e in suite.experiments})
-        not_applicable = store.mark_not_applicable(plan.not_applicable)
+            not_applicable = store.mark_not_applicable(plan.not_applicable)
+        grown = store.grown
     else:
-        store = _NewStore(store_path, suite, restart, plan)  # a new store grows nothing
-    summary = RunSummary(Path(store_path), "none (nothing to compute)",
-                         grown={} if isinstance(store, _NewStore) else store.grown)
+        # A new store (it grows nothing) is created in a thread while the first tasks compute
+        # (the backend is up: forked workers start at once, and zarr alone takes 0.15 s to
+        # import); writes wait for it, and a failed creation is raised at the first write.
+        creating = Future()
+        threading.Thread(target=_resolve, args=(creating, _prepared, path, record, restart, plan),
+                         name="dpbench-store-create", daemon=True).start()
+        grown = {}
+    summary = RunSummary(path, "none (nothing to compute)", grown=grown)
     bar = Progress(plan.n_cells, plan.total_cost, enabled=progress,
                    class_units=plan.class_units(), class_chunks=plan.class_units(count=True))
 
+    def the_store() -> Any:
+        return creating.result()[0] if creating is not None else store
+
     def write(results: list[TaskResult]) -> tuple[int, int]:
         chunks = [c for res in results for c in res.chunks]
-        store.write_many(chunks)
+        the_store().write_many(chunks)
         done = sum(int(np.sum(c.status == DONE)) for c in chunks)
         failed = sum(int(np.sum(c.status == FAILED)) for c in chunks)
         return done, failed
 
+    def record_run(info: dict[str, Any]) -> None:
+        if creating is None or creating.exception() is None:  # a store never created has no log
+            the_store().record_run(info)
+
     packer = Packer(plan)
     try:
-        drive_tasks(packer.tasks(), store, summary, bar, kind=suite_tasks(suite.cell_memory_mb),
-                    write=write, connection=connection, window=window, on_result=on_result,
-                    packer=packer, opened=opened)
+        drive_tasks(packer.tasks(), record_run, summary, bar,
+                    kind=suite_tasks(suite.cell_memory_mb), write=write, connection=connection,
+                    window=window, on_result=on_result, packer=packer, opened=opened)
     finally:
-        if isinstance(store, _NewStore):
-            store.wait()  # never leave a store half-created behind the writer lock
-    if isinstance(store, _NewStore):
-        store, not_applicable = store.created()
+        if creating is not None:
+            wait([creating])  # never leave a store half-created behind the writer lock
+    if creating is not None:
+        store, not_applicable = creating.result()
     summary.not_applicable = not_applicable
-    from ..store.summary import Counts, experiment_counts
-
     # The counts the run log's summary has just recorded, rather than reading the arrays again.
     rows = store.summary_rows() if masks is None else None
     recorded = experiment_counts(rows) if rows is not None else {}
@@ -462,3 +439,11 @@ def _run_prepared(suite: Suite, store_path: str | Path, planned: Plan, connectio
         else Counts.of(store.status(e.name)[masks[e.name]]))
         for e in suite.experiments if masks is None or masks[e.name].any()}
     return summary
+
+
+def _resolve(future: Future[Any], make: Callable[..., Any], *args: Any) -> None:
+    """Set ``future`` to ``make(*args)``, or to what it raised (a thread's body)."""
+    try:
+        future.set_result(make(*args))
+    except BaseException as exc:  # noqa: BLE001 - raised where the result is needed
+        future.set_exception(exc)

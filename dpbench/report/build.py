@@ -10,6 +10,7 @@ from __future__ import annotations
 import functools
 import itertools
 import json
+import os
 import re
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
@@ -466,12 +467,11 @@ def expectation_checks(store: Store, name: str, ds: xr.Dataset, fits: Sequence[R
     return check_expectations([*fits, *extra], declared, name)
 
 
-def store_expectations(store_path: str | Path, *, n_resamples: int = 2000,
+def store_expectations(store: Store, *, n_resamples: int = 2000,
                        allow_incomplete: bool = False,
                        selection: Selection | None = None) -> list[ExpectationCheck]:
     """Every experiment's declared expected rates checked against its fits (``dpbench check``);
     with a ``selection``, those about its slice."""
-    store = Store.open(store_path)
     names = _names(store, selection)
     if not allow_incomplete:
         _check_complete(store, names, selection)
@@ -605,12 +605,11 @@ def read_built_with(text: str) -> dict[str, Any] | None:
     return record if isinstance(record, dict) else None
 
 
-def _provenance(store: Store, store_path: str | Path, selection: Selection | None = None,
-                ) -> dict[str, Any]:
+def _provenance(store: Store, selection: Selection | None = None) -> dict[str, Any]:
     meta = dict(store.root.attrs[ROOT_KEY])
     return {
         "built_with": built_with(store, meta, selection),
-        "suite_name": str(meta.get("suite_name", Path(store_path).stem)),
+        "suite_name": str(meta.get("suite_name", store.path.stem)),
         "suite_source": str(meta.get("suite_source", "")),
         "suite_hash": str(meta.get("suite_hash", "")),
         "suite_yaml": str(meta.get("suite_yaml", "")),
@@ -618,7 +617,7 @@ def _provenance(store: Store, store_path: str | Path, selection: Selection | Non
         "created_utc": str(meta.get("created_utc", "")),
         "store_version": str(meta.get("dpbench_version", "")),
         "report_version": __version__,
-        "store_path": str(store_path),
+        "store_path": str(store.path),
         "runs": list(meta.get("runs", [])),
         "environments": _environments(store),
     }
@@ -681,14 +680,14 @@ def safe_file_stem(name: Any, fallback: str = "report") -> str:
     return text if ok else fallback
 
 
-def default_output(store_path: str | Path, selection: Selection | None = None) -> Path:
+def default_output(store: Store, selection: Selection | None = None) -> Path:
     """``reports/<suite name>.html`` for a store (relative to the working directory); the suite
     name read from the store is used only if it is a safe file stem (:func:`safe_file_stem`),
     else the store directory's name, else ``report``. The report of a slice (``--only``) is
     ``reports/<suite name>.only-<values>.html``, never the whole store's file."""
-    meta = dict(Store.open(store_path).root.attrs[ROOT_KEY])
+    meta = dict(store.root.attrs[ROOT_KEY])
     stem = safe_file_stem(meta.get("suite_name"),
-                          safe_file_stem(Path(store_path).resolve().name.removesuffix(".zarr")))
+                          safe_file_stem(store.path.resolve().name.removesuffix(".zarr")))
     if selection:
         values = re.sub(r"[^A-Za-z0-9_-]+", "_", selection.describe())[:60]
         stem = safe_file_stem(f"{stem}.only-{values}", f"{stem}.only")
@@ -721,20 +720,19 @@ def check_output(html_path: Path, overwrite: bool = False, option: str = "--outp
     check_writable(html_path, option)
 
 
-def report_context(store_path: str | Path, *, n_resamples: int = 2000,
+def report_context(store: Store, *, n_resamples: int = 2000,
                    allow_incomplete: bool = False,
                    selection: Selection | None = None) -> dict[str, Any]:
     """Everything the templates show, computed from the store (see :func:`build_report`): the
     entries shared by the page and its sections, then what each registered section adds. With
     a ``selection``, the report is of that slice and says so under its title."""
-    store = Store.open(store_path)
     names = _names(store, selection)
     if not allow_incomplete:
         _check_complete(store, names, selection)
     experiments = [experiment_section(store, name, n_resamples=n_resamples,
                                       allow_incomplete=allow_incomplete, selection=selection)
                    for name in names]
-    prov = _provenance(store, store_path, selection)
+    prov = _provenance(store, selection)
     prov["slice"] = selection.describe() if selection else ""
     shared = {
         "prov": prov,
@@ -785,9 +783,10 @@ def page_paths(output_html: str | Path, overwrite: bool, option: str) -> tuple[P
     return html_path, html_path.with_suffix(".md")
 
 
-def build_report(store_path: str | Path, output_html: str | Path, *, n_resamples: int = 2000,
+def build_report(store: str | os.PathLike[str], output_html: str | Path, *,
+                 n_resamples: int = 2000,
                  allow_incomplete: bool = False, overwrite: bool = False) -> tuple[Path, Path]:
-    """Write the HTML report of the store at ``store_path`` and its Markdown summary.
+    """Write the HTML report of the store at path ``store`` and its Markdown summary.
 
     The HTML is one self-contained file (inline CSS, figures as base64 PNG ``data:`` URIs); the
     Markdown (same stem, ``.md``) holds the provenance, rate-card tables, comparisons and cell
@@ -798,6 +797,6 @@ def build_report(store_path: str | Path, output_html: str | Path, *, n_resamples
     unless ``overwrite``. Returns (html path, markdown path).
     """
     check_output(Path(output_html), overwrite)
-    context = report_context(store_path, n_resamples=n_resamples,
+    context = report_context(Store.open(store), n_resamples=n_resamples,
                              allow_incomplete=allow_incomplete)
     return render_report(context, output_html, overwrite=overwrite)

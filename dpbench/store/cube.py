@@ -41,16 +41,13 @@ import zarr
 from zarr.core.sync import sync as _zarr_sync
 
 from .._version import __version__
-from ..config.suite import Experiment, Suite
 from ..core.errors import StoreError
 from ..core.schema import (
     FAILED,
     FLOAT_VARS,
-    NONDETERMINISTIC_VARS,
     NOT_APPLICABLE,
     PENDING,
     SCHEMA_VERSION,
-    STATUS_NAMES,
     VARIABLE_NAMES,
     ChunkResult,
     NotApplicableChunk,
@@ -58,8 +55,8 @@ from ..core.schema import (
 )
 from . import growth
 from .paths import EXP_KEY, ROOT_KEY, SUMMARY_KEY, check_store_path, is_store, status_files
+from .record import ExperimentRecord, SuiteRecord
 from .summary import Counts
-from .theory import oracle_kinds, rate_cards, refreshed_theory, suite_record
 from .writable import disk_reason, is_disk_error
 
 #: Upper bound on the cells of one ``status`` chunk (64 KiB of uint8 before compression).
@@ -204,9 +201,10 @@ class Store:
         return store
 
     @classmethod
-    def prepare(cls, path: str | Path, suite: Suite, restart: bool = False,
+    def prepare(cls, path: Path, suite: SuiteRecord, restart: bool = False,
                 whole_suite: bool = True) -> Store:
-        """Create the store, or open it for resumption after checking it matches the suite.
+        """Create the store, or open it for resumption after checking it matches the suite
+        (its record, :func:`dpbench.config.records.suite_record`).
 
         An experiment whose definition only grew (more seeds, grid values, algorithms or
         problems, each existing one unchanged) is grown in place (:mod:`.growth`); one whose
@@ -228,10 +226,10 @@ class Store:
             store = cls(path, root)
             store._check_schema()
             for name, d in store._check_matches(suite, whole_suite).items():
-                exp = next(e for e in suite.experiments if e.name == name)
+                exp = suite.experiment(name)
                 growth.grow(path, root, name,
-                            lambda g, exp=exp: store._layout_experiment(g, suite, exp),
-                            lambda g, exp=exp: store._mark_initialised(g, suite, exp))
+                            lambda g, exp=exp: store._layout_experiment(g, exp),
+                            lambda g, exp=exp: store._mark_initialised(g, exp))
                 store.grown[name] = "; ".join(d.additions)
             store._arrays.clear()
             return store._prepare_experiments(suite)
@@ -246,22 +244,24 @@ class Store:
             return store._prepare_experiments(suite)
 
     @classmethod
-    def unchanged_done_cells(cls, path: str | Path, suite: Suite) -> int | None:
-        """The done cells of the store at ``path`` if it holds exactly ``suite``'s experiments
-        with unchanged definitions (what ``--restart`` would discard for nothing), else None."""
+    def unchanged_done_cells(cls, path: Path, fingerprints: dict[str, str]) -> int | None:
+        """The done cells of the store at ``path`` if it holds exactly the experiments of
+        ``fingerprints`` (name → fingerprint of its definition) unchanged (what ``--restart``
+        would discard for nothing), else None."""
         if not check_store_path(Path(path)):
             return None
         store = cls.open(path)
-        if set(store.experiments()) != {e.name for e in suite.experiments}:
+        if set(store.experiments()) != set(fingerprints):
             return None
-        if not all(store.holds(exp, suite.root_seed) for exp in suite.experiments):
+        if not all(store.holds(name, fp) for name, fp in fingerprints.items()):
             return None
-        return sum(store.counts(e.name).done for e in suite.experiments)
+        return sum(store.counts(name).done for name in fingerprints)
 
-    def holds(self, exp: Experiment, root_seed: int) -> bool:
-        """Whether the store holds ``exp`` initialised under its current definition."""
-        return self._initialised(exp.name) and \
-            self.root[exp.name].attrs[EXP_KEY]["fingerprint"] == exp.fingerprint(root_seed)
+    def holds(self, name: str, fingerprint: str) -> bool:
+        """Whether the store holds experiment ``name`` initialised under the definition whose
+        fingerprint is ``fingerprint``."""
+        return self._initialised(name) and \
+            self.root[name].attrs[EXP_KEY]["fingerprint"] == fingerprint
 
     def creating(self) -> contextlib.AbstractContextManager[None]:
         """A context for writing the initial layout of the store (groups, arrays, attributes;
@@ -273,19 +273,19 @@ class Store:
             return contextlib.nullcontext()
         return _new_store_guard(self.path, self._keep_dir)
 
-    def _prepare_experiments(self, suite: Suite) -> Store:
+    def _prepare_experiments(self, suite: SuiteRecord) -> Store:
         """Record the suite in the root attributes and create or refresh its experiments."""
         store, root = self, self.root
         store._index = None
         meta = dict(root.attrs[ROOT_KEY])
-        meta.update({**suite_record(suite), SUMMARY_KEY: None})
+        meta.update({**suite.meta, SUMMARY_KEY: None})
         root.attrs[ROOT_KEY] = meta
         for exp in suite.experiments:
             if not store._initialised(exp.name):
-                store._create_experiment(suite, exp)
+                store._create_experiment(exp)
             g = store.root[exp.name]
-            g.attrs["expectations"], g.attrs["algorithms"] = refreshed_theory(
-                exp, g.attrs.get("algorithms", {}), g.attrs.get("expectations"))
+            g.attrs["expectations"], g.attrs["algorithms"] = (
+                exp.expectations, exp.refreshed_algorithms(g.attrs.get("algorithms", {})))
         return store
 
     def _initialised(self, name: str) -> bool:
@@ -312,16 +312,16 @@ class Store:
                     f"{', '.join(missing)} of schema version {SCHEMA_VERSION}: it is damaged or "
                     "was edited. Re-run its suite into a new --store (or with --restart)")
 
-    def _check_matches(self, suite: Suite, whole_suite: bool) -> dict[str, growth.Diff]:
+    def _check_matches(self, suite: SuiteRecord, whole_suite: bool) -> dict[str, growth.Diff]:
         """The stored experiments the suite grows (by name, with their :class:`~.growth.Diff`);
         :class:`StoreError` naming every experiment and field the suite changes, or the stored
         experiments it no longer lists, before anything is written."""
         problems, grows = [], {}
         for exp in suite.experiments:
-            if not self._initialised(exp.name) or self.holds(exp, suite.root_seed):
+            if not self._initialised(exp.name) or self.holds(exp.name, exp.fingerprint):
                 continue
             info = self.root[exp.name].attrs[EXP_KEY]
-            d = growth.diff(info.get("definition", {}), exp.definition(suite.root_seed))
+            d = growth.diff(info.get("definition", {}), exp.definition)
             if d.changes:
                 problems.append(f"experiment {exp.name!r}: " + "; ".join(d.changes))
             elif d.grows:
@@ -329,7 +329,7 @@ class Store:
             else:  # same definition, other fingerprint: a plugin's identity rules changed
                 problems.append(f"experiment {exp.name!r}: its cells' identity changed")
         if whole_suite:
-            listed = {e.name for e in suite.experiments}
+            listed = set(suite.names)
             gone = [name for name in self.experiments() if name not in listed]
             if gone:
                 problems.append(f"experiment(s) {', '.join(map(repr, gone))} are in the store "
@@ -344,22 +344,18 @@ class Store:
                 "store and start over")
         return grows
 
-    def _create_experiment(self, suite: Suite, exp: Experiment) -> None:
+    def _create_experiment(self, exp: ExperimentRecord) -> None:
         if exp.name in self.root:  # a creation that crashed half-way: no results in it yet
             del self.root[exp.name]
         g = self.root.create_group(exp.name)
-        self._layout_experiment(g, suite, exp)
-        self._mark_initialised(g, suite, exp)
+        self._layout_experiment(g, exp)
+        self._mark_initialised(g, exp)
 
-    def _layout_experiment(self, g: zarr.Group, suite: Suite, exp: Experiment) -> None:
+    @staticmethod
+    def _layout_experiment(g: zarr.Group, exp: ExperimentRecord) -> None:
         """Write an experiment's coordinates, empty cube variables and attributes into ``g``."""
         dims = exp.dims
-        coords: dict[str, list[Any]] = {
-            "algorithm": [a.label for a in exp.algorithms],
-            "problem": [p.label for p in exp.problems],
-            **exp.grid, "seed": list(range(exp.seeds)),
-        }
-        for name, values in coords.items():
+        for name, values in exp.coords.items():
             arr = _coord_values(values)
             dtype = str if arr.dtype == object else arr.dtype
             a = g.create_array(name, shape=arr.shape, dtype=dtype, dimension_names=[name])
@@ -373,47 +369,14 @@ class Store:
                        dimension_names=list(dims))
         g.create_array("status", shape=shape, chunks=chunk_shape(shape, STATUS_CHUNK_CELLS),
                        dtype="u1", fill_value=PENDING, dimension_names=list(dims))
-        g.attrs.update(self._experiment_attrs(suite, exp))
+        g.attrs.update({**exp.attrs, "packages": package_versions(), "machine": machine_info()})
 
     @staticmethod
-    def _mark_initialised(g: zarr.Group, suite: Suite, exp: Experiment) -> None:
+    def _mark_initialised(g: zarr.Group, exp: ExperimentRecord) -> None:
         """The last write of an experiment's layout: readers and resumes trust it from here."""
-        g.attrs[EXP_KEY] = {"fingerprint": exp.fingerprint(suite.root_seed),
-                            "definition": exp.definition(suite.root_seed), "initialised": True,
+        g.attrs[EXP_KEY] = {"fingerprint": exp.fingerprint,
+                            "definition": exp.definition, "initialised": True,
                             "schema": SCHEMA_VERSION}
-
-    @staticmethod
-    def _experiment_attrs(suite: Suite, exp: Experiment) -> dict[str, Any]:
-        first = {a: v[0] for a, v in exp.grid.items()}
-        built = {spec.label: spec.build(exp.problem_axes(first)) for spec in exp.problems}
-        kinds = oracle_kinds(exp)
-        cards = rate_cards(exp)
-        algos = {}
-        for spec in exp.algorithms:
-            algo = spec.build(exp.algorithm_axes(first))
-            algos[spec.label] = {"algorithm": spec.name, "params": spec.params,
-                                 "version": spec.cls.version, "privacy": algo.privacy,
-                                 "citation": spec.cls.citation,
-                                 "requires": list(algo.requirements()),
-                                 "rate_card": cards[spec.label],
-                                 "oracle_kinds": kinds[spec.label]}
-        probs = {}
-        for spec in exp.problems:
-            prob = built[spec.label]
-            probs[spec.label] = {"problem": spec.name, "params": spec.params,
-                                 "version": spec.cls.version, "citation": spec.cls.citation,
-                                 "constants": prob.constants(),
-                                 "has_population": spec.cls.has_population}
-        return {
-            "experiment": exp.name, "description": exp.description, "suite": suite.name,
-            "root_seed": suite.root_seed, "seeds": exp.seeds,
-            "normalisation": "average (excess of the mean loss, (1/n)·Σℓ); BST14 sum-scale rates "
-                             "divide by n",
-            "status_codes": {str(k): v for k, v in STATUS_NAMES.items()},
-            "nondeterministic_variables": list(NONDETERMINISTIC_VARS),
-            "algorithms": algos, "problems": probs, "extra_axes": dict(exp.extra_routing),
-            "packages": package_versions(), "machine": machine_info(),
-        }
 
     # --- reading ------------------------------------------------------------------------------
     def experiments(self) -> list[str]:
@@ -568,18 +531,18 @@ class Store:
         return summary.get("rows") if isinstance(summary, dict) else None
 
     def status_rows(self, selection: Any = None) -> list[tuple[str, str, int, int, int, int, int]]:
-        """Per experiment and algorithm label, among the ``selection``'s cells (all by
-        default): (experiment, label, cells, done, failed, not applicable, pending)."""
-        from ..config.selection import Selection
-
-        selection = selection or Selection()
+        """Per experiment and algorithm label, among the ``selection``'s cells (a
+        :class:`dpbench.config.slice.Slice`; all by default): (experiment, label, cells, done,
+        failed, not applicable, pending)."""
         index = self.selection_index()
-        selection.check(index)
+        if selection is not None:
+            selection.check(index)
         rows = []
-        for name in selection.experiments(index):
+        for name in selection.experiments(index) if selection is not None else list(index):
             st = self.status(name)
             labels, _ = index[name]["algorithm"]
-            picked = selection.mask(st.shape, index[name])
+            picked = (selection.mask(st.shape, index[name]) if selection is not None
+                      else np.ones(st.shape, dtype=bool))
             for i, label in enumerate(labels):
                 if not picked[i].any():
                     continue

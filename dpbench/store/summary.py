@@ -9,17 +9,14 @@ import json
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
 from ..core.errors import StoreError
 from ..core.schema import DONE, FAILED, NOT_APPLICABLE, PENDING, SCHEMA_VERSION
 from .paths import AUDIT_GROUP, EXP_KEY, STAGING_SUFFIX, SUMMARY_KEY, root_meta, status_files
-from .theory import refreshed_theory, suite_record
-
-if TYPE_CHECKING:
-    from ..config.suite import Suite
+from .record import SuiteRecord
 
 
 @dataclass
@@ -92,8 +89,9 @@ def _attributes(group: Path) -> dict[str, Any] | None:
     return attrs if isinstance(attrs, dict) else None
 
 
-def finished(path: str | Path, suite: Suite) -> list[list[Any]] | None:
-    """The status rows of the store at ``path`` if a run of ``suite`` would change nothing in
+def finished(path: Path, suite: SuiteRecord) -> list[list[Any]] | None:
+    """The status rows of the store at ``path`` if a run of ``suite`` (its record, built with the
+    store's expectations as ``previous``) would change nothing in
     it: every cell is done or not applicable (none failed, none pending), the store
     holds exactly the suite's experiments under their current definitions, records the same
     suite, and its theory (expected rates, rate cards, oracle kinds) is already up to date.
@@ -108,9 +106,9 @@ def finished(path: str | Path, suite: Suite) -> list[list[Any]] | None:
         return None
     if path.with_name(path.name + STAGING_SUFFIX).exists():  # a growth to recover first
         return None
-    if any(meta.get(k) != v for k, v in _json(suite_record(suite)).items()):
+    if any(meta.get(k) != v for k, v in _json(suite.meta).items()):
         return None
-    names = {e.name for e in suite.experiments}
+    names = set(suite.names)
     stored = {p.name for p in path.iterdir() if p.is_dir() and (
         (_attributes(p) or {}).get(EXP_KEY) or {}).get("initialised")}
     if stored != names or {r[0] for r in rows} != names:
@@ -118,12 +116,28 @@ def finished(path: str | Path, suite: Suite) -> list[list[Any]] | None:
     for exp in suite.experiments:
         attrs = _attributes(path / exp.name) or {}
         info = attrs.get(EXP_KEY) or {}
-        if info.get("schema") != SCHEMA_VERSION or \
-                info.get("fingerprint") != exp.fingerprint(suite.root_seed):
+        if info.get("schema") != SCHEMA_VERSION or info.get("fingerprint") != exp.fingerprint:
             return None
-        expectations, algorithms = refreshed_theory(exp, attrs.get("algorithms") or {},
-                                                    attrs.get("expectations"))
-        if _json(expectations) != attrs.get("expectations") or \
+        algorithms = exp.refreshed_algorithms(attrs.get("algorithms") or {})
+        if _json(exp.expectations) != attrs.get("expectations") or \
                 _json(algorithms) != attrs.get("algorithms"):
             return None
     return rows
+
+
+def stored_expectations(path: Path) -> dict[str, Any]:
+    """Per initialised experiment of the store at ``path``, the expected rates it holds (with
+    their derived exponents, which a new record reuses when unchanged); empty when there is no
+    store or its metadata cannot be read."""
+    path = Path(path)
+    out: dict[str, Any] = {}
+    try:
+        groups = sorted(p for p in path.iterdir() if p.is_dir()) if root_meta(path) else []
+    except OSError:
+        return out
+    for group in groups:
+        attrs = _attributes(group) or {}
+        if (attrs.get(EXP_KEY) or {}).get("initialised") and isinstance(
+                attrs.get("expectations"), list):
+            out[group.name] = attrs["expectations"]
+    return out

@@ -23,6 +23,7 @@ from pathlib import Path
 import pytest
 
 from dpbench.cli.main import main
+from dpbench.config.records import suite_record
 from dpbench.store.cube import Store
 from dpbench.store.lock import lock_path
 
@@ -293,7 +294,8 @@ def test_full_disk_while_resuming_an_existing_store_keeps_its_cells(
         assert _cli(_argv("run", suites["run"], path), capsys)[0] == 0
         from dpbench.config.suite import load_suite
 
-        Store.prepare(path, load_suite(grown))  # f's cells pending, as after an interrupted run
+        # f's cells pending, as after an interrupted run
+        Store.prepare(Path(path), suite_record(load_suite(grown)))
         done_chunks = {k: v for k, v in _listing(path / "e").items()
                        if "/c/" in f"/{k}" and v[0] >= 0}
         assert done_chunks

@@ -7,6 +7,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from dpbench.config.records import suite_record
 from dpbench.config.suite import load_suite, parse_suite
 from dpbench.core.schema import DONE, FAILED, FLOAT_VARS, NOT_APPLICABLE, PENDING, ChunkResult
 from dpbench.engine.plan import (
@@ -40,7 +41,7 @@ def test_chunk_shape_groups_whole_trailing_axes(shape: tuple[int, ...], budget: 
 
 def test_store_status_is_chunked_by_grid_blocks(tiny_suite_file: Path, tmp_path: Path) -> None:
     suite = load_suite(tiny_suite_file)
-    store = Store.prepare(tmp_path / "s.zarr", suite)
+    store = Store.prepare(Path(tmp_path / "s.zarr"), suite_record(suite))
     g = store.root["approx"]
     assert g["status"].chunks == chunk_shape(g["status"].shape, STATUS_CHUNK_CELLS)
     for var in (*FLOAT_VARS, "error"):
@@ -61,7 +62,7 @@ def _result(index: tuple[int, ...], seeds: tuple[int, ...], n_seeds: int, value:
 def test_write_many_merges_rows_sharing_a_zarr_chunk(tiny_suite_file: Path,
                                                           tmp_path: Path) -> None:
     suite = load_suite(tiny_suite_file)
-    store = Store.prepare(tmp_path / "s.zarr", suite)
+    store = Store.prepare(Path(tmp_path / "s.zarr"), suite_record(suite))
     s = suite.experiments[0].seeds
     a, b = (0, 0, 0, 0, 0, 0), (0, 0, 1, 0, 0, 0)  # two rows of the same zarr chunks
     store.write_many([_result(a, tuple(range(s)), s, 1.5, DONE),
@@ -86,7 +87,7 @@ def test_write_many_takes_several_tasks_holding_seeds_of_one_row(tiny_suite_file
     """The client writes the results of every task that completed together (one write): two
     tasks may hold different seeds of one row (the tail split), and each keeps its seeds."""
     suite = load_suite(tiny_suite_file)
-    store = Store.prepare(tmp_path / "s.zarr", suite)
+    store = Store.prepare(Path(tmp_path / "s.zarr"), suite_record(suite))
     s = suite.experiments[0].seeds
     a, b = (0, 0, 0, 0, 0, 0), (0, 0, 1, 0, 0, 0)
     store.write_many([_result(a, (0, 2), s, 1.0, DONE), _result(b, tuple(range(s)), s, 3.0, DONE),
@@ -104,7 +105,7 @@ def test_crash_between_values_and_status_leaves_cells_pending(tiny_suite_file: P
     """Values are written before status: a failure while committing status leaves the chunk
     pending (recomputed on resume), never done without values."""
     suite = load_suite(tiny_suite_file)
-    store = Store.prepare(tmp_path / "s.zarr", suite)
+    store = Store.prepare(Path(tmp_path / "s.zarr"), suite_record(suite))
     s = suite.experiments[0].seeds
 
     def boom(self: Store, commits: object) -> None:

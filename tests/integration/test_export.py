@@ -35,6 +35,7 @@ from dpbench.core.schema import (
     VARIABLE_NAMES,
 )
 from dpbench.engine.runner import run_suite
+from dpbench.config.records import suite_record
 from dpbench.store.cube import Store
 from tests.support.cubes import open_cube
 
@@ -87,7 +88,7 @@ def store(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     try:
         path = tmp_path_factory.mktemp("export") / "results.zarr"
         run_suite(parse_suite(RUN, "export.yaml"), path, workers=0, progress=False)
-        Store.prepare(path, parse_suite(RUN + LATER, "export.yaml"))
+        Store.prepare(Path(path), suite_record(parse_suite(RUN + LATER, "export.yaml")))
         yield path
     finally:
         registry.available("algorithms", refresh=True)

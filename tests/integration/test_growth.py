@@ -22,6 +22,7 @@ from dpbench.core.errors import StoreError
 from dpbench.core.schema import DONE, NOT_APPLICABLE
 from dpbench.engine.runner import run_suite
 from dpbench.store import growth
+from dpbench.config.records import suite_record
 from dpbench.store.cube import Store
 from tests.support.cubes import TINY_SUITE, assert_datasets_identical, open_cube
 
@@ -164,7 +165,7 @@ def test_a_crash_between_the_renames_is_recovered(tmp_path: Path,
     monkeypatch.setattr(growth.os, "rename", crash_on_second)
     monkeypatch.setattr(growth, "recover", lambda store: None)  # the crash skips clean-up
     with pytest.raises(KeyboardInterrupt):
-        Store.prepare(store, parse_suite(GROWN))
+        Store.prepare(Path(store), suite_record(parse_suite(GROWN)))
     monkeypatch.undo()
     assert not (store / "approx").exists() and growth.staging_dir(store).exists()
     # readers of the half-swapped store see the other experiment only, never a broken one
@@ -190,7 +191,7 @@ def test_a_failed_copy_leaves_the_store_as_it_was(tmp_path: Path,
 
     monkeypatch.setattr(growth.np, "transpose", no_space)
     with pytest.raises(OSError):
-        Store.prepare(store, parse_suite(GROWN))
+        Store.prepare(Path(store), suite_record(parse_suite(GROWN)))
     assert snapshot(store) == before and not growth.staging_dir(store).exists()
 
 
@@ -238,7 +239,7 @@ def test_prepare_refuses_before_writing_even_when_another_experiment_grows(tmp_p
     before = snapshot(store)
     mixed = GROWN.replace("params: {ridge: 0.5}", "params: {ridge: 0.25}")
     with pytest.raises(StoreError, match="problem 'logistic': params changed"):
-        Store.prepare(store, parse_suite(mixed))
+        Store.prepare(Path(store), suite_record(parse_suite(mixed)))
     assert snapshot(store) == before
 
 

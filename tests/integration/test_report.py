@@ -25,6 +25,7 @@ from dpbench.report import build_report, render_report, report_context
 from dpbench.report import sections as report_sections
 from dpbench.report.build import environment
 from dpbench.report.sections import Section
+from dpbench.store.cube import Store
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 SECTIONS = ("provenance", "summary", "rate-cards", "figures", "overlay", "cost", "comparisons",
@@ -276,7 +277,7 @@ def test_a_section_is_added_by_registering_it(store: Path, tmp_path: Path,
 
 def test_optional_tables_render(store: Path, tmp_path: Path) -> None:
     """Crossover rows (absent from the small cube) render through the strict templates."""
-    ctx = report_context(store, n_resamples=200)
+    ctx = report_context(Store.open(store), n_resamples=200)
     exp = ctx["experiments"][0]
     exp.crossovers.append(Crossover("lb_lin", "n", {"p": 2}, "nonprivate", "sgd", 20.0, "sgd"))
     exp.significant.append(Comparison("lb_lin", {"n": 8}, "nonprivate", "sgd", 8, -0.5, 0.004,

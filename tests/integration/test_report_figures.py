@@ -86,7 +86,7 @@ def store(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="module")
 def context(store: Path) -> dict[str, Any]:
-    return report_context(store, n_resamples=N_RESAMPLES)
+    return report_context(Store.open(store), n_resamples=N_RESAMPLES)
 
 
 @pytest.fixture(scope="module")

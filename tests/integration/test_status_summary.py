@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from dpbench.cli.main import main
+from dpbench.config.records import suite_record
 from dpbench.config.suite import load_suite
 from dpbench.engine.runner import run_suite
 from dpbench.store.cube import ROOT_KEY, Store
@@ -53,7 +54,8 @@ def test_a_writer_or_a_changed_status_file_voids_the_summary(
     store = tmp_path / "s.zarr"
     run_suite(suite, store, workers=0, progress=False)
     assert summarised(store) is not None
-    Store.prepare(store, suite)  # a run (or an audit, or a growth) begins, then is killed
+    # a run (or an audit, or a growth) begins, then is killed
+    Store.prepare(Path(store), suite_record(suite))
     assert summarised(store) is None
     run_suite(suite, store, workers=0, progress=False)  # the resume writes it again
     assert summarised(store) is not None

@@ -169,10 +169,11 @@ def test_expectation_variable_is_validated() -> None:
 def test_expectation_variable_is_fitted(store: Path, capsys: pytest.CaptureFixture[str]) -> None:
     from dpbench.cli.main import main
     from dpbench.report.build import store_expectations
+    from dpbench.store.cube import Store
 
     run_suite(parse_suite(_suite(VARIABLE_ENTRIES), "expect.yaml"), store, workers=0,
               progress=False)
-    by_id = {c.expectation.id: c for c in store_expectations(store, n_resamples=200)}
+    by_id = {c.expectation.id: c for c in store_expectations(Store.open(store), n_resamples=200)}
     assert by_id["spent"].outcome == "agrees"
     assert by_id["spent"].slope == pytest.approx(1.0, abs=1e-9)
     assert by_id["spent"].points_used == 5       # no cap/floor exclusions for non-risk variables

@@ -21,10 +21,11 @@ PACKAGE = Path(__file__).resolve().parents[2] / "dpbench"
 LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("foundation", ("_version", "privacy", "theory")),
     ("core", ("core",)),
+    # The store knows no plugin and no suite: it writes the records configuration builds.
+    ("store", ("store",)),
     ("numerics", ("numerics",)),
     ("plugins", ("algorithms", "problems", "datasets")),
     ("configuration", ("config",)),
-    ("store", ("store",)),
     ("engine", ("engine",)),
     ("analysis", ("analysis",)),
     ("audit", ("audit",)),

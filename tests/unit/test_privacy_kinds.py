@@ -8,31 +8,44 @@ import textwrap
 import pytest
 
 from dpbench.config.suite import parse_suite
-from dpbench.core.algorithm import check_privacy_args, mechanism_point
+from dpbench.core.algorithm import check_privacy_args
 from dpbench.core.errors import SuiteError, UserInputError
+from dpbench.core.grid import GridPoint
 from dpbench.core.seeding import canonical, data_identity, mechanism_identity
 from dpbench.engine.cells import CellStreams
 from dpbench.engine.plan import expand
 
-POINT = {"n": 10, "p": 2, "epsilon": 1.0, "delta": 1e-6, "radius": 0.5}
+VALUES = {"n": 10, "p": 2, "epsilon": 1.0, "delta": 1e-6, "radius": 0.5}
+POINT = GridPoint.from_values(VALUES)
 
 
 def test_a_pure_mechanism_runs_at_delta_zero() -> None:
-    got = mechanism_point("pure", POINT)
-    assert got == {**POINT, "delta": 0.0}
-    assert POINT["delta"] == 1e-6                      # the grid point is not modified
+    got = POINT.for_privacy("pure")
+    assert got.identity() == {**VALUES, "delta": 0.0}
+    assert POINT.delta == 1e-6                         # the grid point is not modified
     # at δ = 0 (where pure mechanisms always ran) the point, hence the identity, is unchanged
-    zero = {**POINT, "delta": 0.0}
-    assert mechanism_point("pure", zero) == zero
+    zero = GridPoint.from_values({**VALUES, "delta": 0.0})
+    assert zero.for_privacy("pure") == zero
     data = data_identity("lb_quad", {}, 10, 2, 3)
-    assert canonical(mechanism_identity("output_perturbation", {}, data, got)) == canonical(
-        mechanism_identity("output_perturbation", {}, data, zero))
+    assert canonical(mechanism_identity("output_perturbation", {}, data, got.identity())) == (
+        canonical(mechanism_identity("output_perturbation", {}, data, zero.identity())))
+
+
+def test_the_typed_point_keys_streams_as_the_untyped_one_did() -> None:
+    """Old stores resume: the identity of a typed point hashes like the dict it replaced, with
+    the values as a suite spells them (1 and 1.0 alike)."""
+    raw = {"n": 10, "p": 2, "epsilon": 1, "delta": 0, "radius": 0.5}
+    assert canonical(GridPoint.from_values(raw).identity()) == canonical(raw)
+    assert GridPoint.from_values(raw).value("radius") == 0.5
+    with pytest.raises(KeyError):
+        GridPoint.from_values(raw).value("missing")
 
 
 @pytest.mark.parametrize("privacy", ["approx", "none"])
 def test_other_kinds_run_at_the_grid_point(privacy: str) -> None:
-    assert mechanism_point(privacy, POINT) == POINT
-    assert mechanism_point(privacy, {**POINT, "delta": 0.0})["delta"] == 0.0
+    assert POINT.for_privacy(privacy) == POINT
+    zero = GridPoint.from_values({**VALUES, "delta": 0.0})
+    assert zero.for_privacy(privacy).delta == 0.0
 
 
 def test_release_arguments_name_delta_and_the_rule() -> None:
@@ -106,14 +119,14 @@ def test_cell_streams_key_a_pure_cell_by_delta_zero() -> None:
         "      - {label: sgd, algorithm: noisy_sgd}\n", ""))
     chunks, _ = expand(mixed, mixed.experiments[0])
     ref_chunks, _ = expand(zero, zero.experiments[0])
-    by = {(c.algorithm_name, c.point["n"]): c for c in chunks}
-    ref = {(c.algorithm_name, c.point["n"]): c for c in ref_chunks}
+    by = {(c.algorithm_name, c.point.n): c for c in chunks}
+    ref = {(c.algorithm_name, c.point.n): c for c in ref_chunks}
     for n in (4, 8):
         pure, pure0 = by[("output_perturbation", n)], ref[("output_perturbation", n)]
         streams, streams0 = CellStreams(pure, "pure"), CellStreams(pure0, "pure")
-        assert pure.point["delta"] == 1e-6 and streams.point["delta"] == 0.0
+        assert pure.point.delta == 1e-6 and streams.point.delta == 0.0
         assert streams.mechanism.words(1) == streams0.mechanism.words(1)
         approx = CellStreams(by[("noisy_sgd", n)], "approx")
-        assert approx.point["delta"] == 1e-6
+        assert approx.point.delta == 1e-6
         assert approx.mechanism.words(1) != CellStreams(
             by[("noisy_sgd", n)], "pure").mechanism.words(1)

@@ -10,11 +10,11 @@ from rich.console import Console
 from rich.table import Table
 
 from ..core.schema import DONE
-from .summary import STATUS_COLUMNS
+from ..store.summary import STATUS_COLUMNS
 
 if TYPE_CHECKING:
     from ..config.selection import Selection
-    from .cube import Store
+    from ..store.cube import Store
 
 
 def status_table(store: Store, selection: Selection | None = None) -> Table:
