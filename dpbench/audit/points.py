@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 
 from ..core.algorithm import Algorithm
+from ..core.grid import GridPoint
 from ..core.neighbours import NeighbourPair, neighbouring_pair
 from ..core.params import identity_params
 from ..core.problem import Problem
@@ -52,6 +53,12 @@ class Config:
     def from_dict(cls, d: Mapping[str, Any]) -> Config:
         return cls(str(d["canary"]), int(d["n"]), int(d["p"]), float(d["epsilon"]),
                    float(d["delta"]), tuple(sorted(dict(d.get("params") or {}).items())))
+
+    @property
+    def point(self) -> GridPoint:
+        """The grid point the configuration runs the mechanism at (its budget: the audit
+        refuses a pure mechanism at δ > 0 and an (ε, δ) one at δ = 0 rather than mapping δ)."""
+        return GridPoint(self.n, self.p, self.epsilon, self.delta)
 
     def describe(self) -> str:
         extra = "".join(f", {k}={v}" for k, v in self.params)

@@ -26,6 +26,7 @@ import numpy as np
 
 from ..core.algorithm import Algorithm
 from ..core.errors import NotApplicable
+from ..core.grid import GridPoint
 from ..core.neighbours import NeighbourPair, canary_not_applicable_reason
 from ..core.problem import Dataset, Problem
 from ..privacy.ledger import PrivacyLedger
@@ -105,8 +106,15 @@ class _Setup:
     algorithm: Algorithm
     problem: Problem
     pair: NeighbourPair
-    epsilon: float
-    delta: float
+    point: GridPoint
+
+    @property
+    def epsilon(self) -> float:
+        return self.point.epsilon
+
+    @property
+    def delta(self) -> float:
+        return self.point.delta
 
 
 def _setup(point: AuditPoint, config: int) -> _Setup:
@@ -116,8 +124,7 @@ def _setup(point: AuditPoint, config: int) -> _Setup:
     if reason is not None:
         raise NotApplicable(reason)
     problem = point.problem()
-    return _Setup(algorithm, problem, point_pair(point, config), float(c.epsilon),
-                  float(c.delta))
+    return _Setup(algorithm, problem, point_pair(point, config), c.point)
 
 
 def scoring_context(point: AuditPoint, config: int) -> ScoringContext:

@@ -47,11 +47,11 @@ def experiment_record(suite: Suite, exp: Experiment,
                       previous: list[Mapping[str, Any]] | None = None) -> ExperimentRecord:
     """The record of one experiment (see the module docstring)."""
     first = exp.first_point
-    problems = {spec.label: spec.build(exp.problem_axes(first)) for spec in exp.problems}
+    problems = {spec.label: spec.build(dict(first.problem_axes)) for spec in exp.problems}
     algos: dict[str, Any] = {}
     theory: dict[str, dict[str, Any]] = {}
     for spec in exp.algorithms:
-        algo = spec.build(exp.algorithm_axes(first))
+        algo = spec.build(dict(first.algorithm_axes))
         card = algo.rate_card()
         theory[spec.label] = {
             "rate_card": card.to_dict() if card else None,

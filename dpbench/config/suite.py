@@ -224,17 +224,10 @@ class Experiment:
         return (len(self.algorithms), len(self.problems), *(len(v) for v in self.grid.values()),
                 self.seeds)
 
-    def problem_axes(self, point: GridPoint) -> dict[str, Any]:
-        """The extra axes routed to the problems, at ``point``."""
-        return point.values(k for k, r in self.extra_routing.items() if r == "problem")
-
-    def algorithm_axes(self, point: GridPoint) -> dict[str, Any]:
-        """The extra axes routed to the algorithms, at ``point``."""
-        return point.values(k for k, r in self.extra_routing.items() if r == "algorithm")
-
     def point_at(self, gidx: Sequence[int]) -> GridPoint:
-        """The grid point at position ``gidx`` along the grid axes."""
-        return GridPoint.from_values({a: self.grid[a][i] for a, i in zip(self.axes, gidx)})
+        """The grid point at position ``gidx`` along the grid axes, its extra axes routed."""
+        return GridPoint.from_values({a: self.grid[a][i] for a, i in zip(self.axes, gidx)},
+                                     self.extra_routing)
 
     def points(self) -> Iterator[tuple[tuple[int, ...], GridPoint]]:
         """(index, point) for every grid point, in C order over the grid axes."""

@@ -72,8 +72,8 @@ def derivation(exp: Experiment, expectation: Expectation, *,
     prob_spec = next(p for p in exp.problems if p.label == expectation.problem)
     points = _points(exp, expectation)
     for at, point in points[:1] if first_only else points:
-        algo = algo_spec.build(exp.algorithm_axes(point))
-        prob = prob_spec.build(exp.problem_axes(point))
+        algo = algo_spec.build(dict(point.algorithm_axes))
+        prob = prob_spec.build(dict(point.problem_axes))
         if algo.not_applicable_reason(prob):
             continue
         budget = point.for_privacy(algo.privacy)

@@ -11,7 +11,7 @@ bit for bit (:func:`dpbench.core.seeding.canonical` hashes 1 and 1.0 alike and s
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -24,39 +24,42 @@ CORE_AXES = ("n", "p", "epsilon", "delta")
 @dataclass(frozen=True)
 class GridPoint:
     """One grid point: the dataset size ``n``, dimension ``p``, the privacy budget (``epsilon``,
-    ``delta``) and the values of the experiment's extra axes (``extra``: (axis, value) pairs in
-    grid order), each as the suite gave it."""
+    ``delta``) and the values of the experiment's extra axes, each as the suite gave it, split by
+    where they go: ``problem_axes`` are parameters of every problem, ``algorithm_axes`` of some
+    mechanism ((axis, value) pairs in grid order; docs/suites.md, "Extra axes")."""
 
     n: int
     p: int
     epsilon: float
     delta: float = 0.0
-    extra: tuple[tuple[str, Any], ...] = ()
+    problem_axes: tuple[tuple[str, Any], ...] = ()
+    algorithm_axes: tuple[tuple[str, Any], ...] = ()
 
     @classmethod
-    def from_values(cls, values: Mapping[str, Any]) -> GridPoint:
-        """The point of a mapping of every axis to its value (``delta`` defaults to 0)."""
+    def from_values(cls, values: Mapping[str, Any],
+                    routing: Mapping[str, str] | None = None) -> GridPoint:
+        """The point of a mapping of every axis to its value (``delta`` defaults to 0);
+        ``routing`` sends each extra axis to ``"problem"`` or ``"algorithm"`` (the default)."""
+        route = routing or {}
+        extra = [(str(k), v) for k, v in values.items() if k not in CORE_AXES]
         return cls(int(values["n"]), int(values["p"]), float(values["epsilon"]),
                    float(values.get("delta", 0.0)),
-                   tuple((str(k), v) for k, v in values.items() if k not in CORE_AXES))
+                   tuple((k, v) for k, v in extra if route.get(k) == "problem"),
+                   tuple((k, v) for k, v in extra if route.get(k) != "problem"))
 
     def value(self, axis: str) -> Any:
         """The value of one axis, core or extra; ``KeyError`` naming it when absent."""
         if axis in CORE_AXES:
             return getattr(self, axis)
-        for name, v in self.extra:
+        for name, v in (*self.problem_axes, *self.algorithm_axes):
             if name == axis:
                 return v
         raise KeyError(axis)
 
-    def values(self, axes: Iterable[str]) -> dict[str, Any]:
-        """``{axis: value}`` for the axes named (those routed to a plugin, a selection)."""
-        return {a: self.value(a) for a in axes}
-
     def identity(self) -> dict[str, Any]:
         """Every axis and its value: the point's part of a cell's identity (module docstring)."""
         return {"n": self.n, "p": self.p, "epsilon": self.epsilon, "delta": self.delta,
-                **dict(self.extra)}
+                **dict(self.problem_axes), **dict(self.algorithm_axes)}
 
     def for_privacy(self, privacy: str) -> GridPoint:
         """The point as a mechanism of kind ``privacy`` runs at it: the one place where a grid
@@ -78,5 +81,5 @@ class GridPoint:
 
     def describe(self) -> str:
         """``n=…, p=…, ε=…, δ=…`` and the extra axes, for messages."""
-        extra = "".join(f", {k}={v!r}" for k, v in self.extra)
+        extra = "".join(f", {k}={v!r}" for k, v in (*self.problem_axes, *self.algorithm_axes))
         return f"n={self.n}, p={self.p}, ε={self.epsilon:g}, δ={self.delta:g}{extra}"

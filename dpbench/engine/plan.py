@@ -118,13 +118,13 @@ class _Instances:
 
     def problem(self, pi: int, point: GridPoint) -> tuple[tuple[Any, ...], Problem]:
         """(key, instance) of problem ``pi`` at ``point``; equal keys, equal instances."""
-        axes = self.exp.problem_axes(point)
+        axes = dict(point.problem_axes)
         key = ("p", pi, tuple(sorted(axes.items())))
         return key, self._get(key, lambda: self.exp.problems[pi].build(axes))
 
     def algorithm(self, ai: int, point: GridPoint) -> tuple[tuple[Any, ...], Algorithm]:
         """(key, instance) of algorithm ``ai`` at ``point``."""
-        axes = self.exp.algorithm_axes(point)
+        axes = dict(point.algorithm_axes)
         key = ("a", ai, tuple(sorted(axes.items())))
         return key, self._get(key, lambda: self.exp.algorithms[ai].build(axes))
 
