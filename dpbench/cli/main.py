@@ -288,13 +288,13 @@ def _cmd_plan(args: argparse.Namespace) -> int:
     if args.workers is not None and args.workers < 1:
         raise UserInputError(f"--workers: must be an integer >= 1, got {args.workers}")
     masks = suite_masks(selection, suite) if selection else {}
-    stores = list(args.calibrate or [])
-    for path in stores:
-        Store.open(path)  # a path that is not a store is bad input, named
+    # every store opened once: a path that is not a store is bad input, named
+    stores = [Store.open(path) for path in args.calibrate or []]
     notes = []
-    if args.store is not None and check_store_path(Path(args.store)):
+    resuming = args.store is not None and check_store_path(Path(args.store))
+    if resuming:
         store = Store.open(args.store)
-        stores.append(args.store)
+        stores.append(store)
         for e in suite.experiments:
             if store.holds(e.name, e.fingerprint(suite.root_seed)):
                 left = store.pending_mask(e.name)
@@ -306,8 +306,7 @@ def _cmd_plan(args: argparse.Namespace) -> int:
     est = estimate(suite, plan_suite(suite, masks or None), scales, used, workers)
     print(f"{args.suite}: suite {suite.name!r}"
           + (f", slice {selection.describe()}" if selection else "")
-          + (f", resuming {args.store}" if args.store and check_store_path(Path(args.store))
-             else ""))
+          + (f", resuming {args.store}" if resuming else ""))
     if suite.experiments or not suite.audits:
         for line in summary_lines(est, workers):
             print(f"  {line}")

@@ -32,13 +32,16 @@ import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from ..config.suite import Suite
 from ..core.schema import FLOAT_VARS
 from .plan import CELL_OVERHEAD_COST, UNITS_PER_SECOND, Plan
+
+if TYPE_CHECKING:
+    from ..store.cube import Store
 
 #: Datasets a worker keeps (:mod:`.cells`, ``_DATA_CACHE_SIZE``): the data term of its memory.
 DATA_CACHE_DATASETS = 64
@@ -172,9 +175,10 @@ def _cells_of(store: Any, suite: Suite, acc: dict[str, _Measured]) -> None:
                 m.chunks += int(ok.any(axis=1).sum())
 
 
-def calibration(stores: Iterable[str | Path]) -> tuple[dict[str, Scale], list[str]]:
+def calibration(stores: Iterable[Store]) -> tuple[dict[str, Scale], list[str]]:
     """The measured cost model per ``"algorithm|problem"`` class from the done cells of
-    ``stores`` and the timings of their recorded runs, and the stores that contributed.
+    the open ``stores`` and the timings of their recorded runs, and the paths of the stores that
+    contributed.
 
     Each store is planned with the suite it records (parsed and validated like any suite; a
     store whose suite cannot be planned here, e.g. for a missing plugin, is skipped with a
@@ -189,12 +193,12 @@ def calibration(stores: Iterable[str | Path]) -> tuple[dict[str, Scale], list[st
     from ..config.suite import parse_suite
     from ..core.errors import UserInputError
     from ..datasets.source import files_refused
-    from ..store.cube import ROOT_KEY, Store
+    from ..store.cube import ROOT_KEY
 
     acc: dict[str, _Measured] = {}
     used = []
-    for path in stores:
-        store = Store.open(path)
+    for store in stores:
+        path = str(store.path)
         meta = dict(store.root.attrs.get(ROOT_KEY, {}))
         try:
             # A stored suite's data-file paths are data from the store: never followed.
@@ -216,7 +220,7 @@ def calibration(stores: Iterable[str | Path]) -> tuple[dict[str, Scale], list[st
                     m.first_units += float(row.get("first_units", 0.0))
                     m.workers += int(row.get("first_tasks", 0))
         if any(m.mech_units != before.get(k) for k, m in acc.items()):
-            used.append(str(path))
+            used.append(path)
     # The data term is the problem's: each problem's rate is the smallest of its classes' warm
     # rates (one-off costs only ever add to a class's), else of their plain ratios.
     by_problem: dict[str, list[float]] = {}

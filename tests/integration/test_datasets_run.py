@@ -93,6 +93,7 @@ def test_calibration_never_follows_a_path_read_from_a_store(
     warning), while a store of a bundled data set is used."""
     from dpbench.datasets import source
     from dpbench.engine.estimate import calibration
+    from dpbench.store.cube import Store
 
     _csv(tmp_path / "d.csv")
     suite = tmp_path / "s.yaml"
@@ -105,13 +106,13 @@ def test_calibration_never_follows_a_path_read_from_a_store(
 
     monkeypatch.setattr(source, "_file", opened)
     with pytest.warns(UserWarning, match="is not read: it is named by a suite read back from a store"):
-        scales, used = calibration([tmp_path / "s.zarr"])
+        scales, used = calibration([Store.open(tmp_path / "s.zarr")])
     assert used == []
     pytest.importorskip("sklearn")
     bundled = tmp_path / "b.yaml"
     bundled.write_text(SUITE.format(dataset="sklearn:breast_cancer", extra="", p=30))
     assert _run(bundled, tmp_path / "b.zarr") == 0
-    assert calibration([tmp_path / "b.zarr"])[1] == [str(tmp_path / "b.zarr")]
+    assert calibration([Store.open(tmp_path / "b.zarr")])[1] == [str(tmp_path / "b.zarr")]
 
 
 @pytest.mark.slow

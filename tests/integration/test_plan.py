@@ -103,7 +103,7 @@ def test_calibration_reads_the_rate_the_one_offs_and_the_data_term(tmp_path: Pat
                              "cells": 12}}},
         {"seconds": 1.0}]  # a run recorded before timings existed: contributes nothing
     s.root.attrs[ROOT_KEY] = meta
-    scales, used = calibration([store])
+    scales, used = calibration([Store.open(store)])
     assert used == [str(store)]
     fine = next(k for k in scales if k.startswith("noisy_sgd|lb_lin|"))
     assert scales[fine].rate == pytest.approx(2e-7)
