@@ -116,17 +116,18 @@ class _Instances:
                 self._cache.popitem(last=False)
             return value
 
-    def problem(self, pi: int, point: GridPoint) -> tuple[tuple[Any, ...], Problem]:
-        """(key, instance) of problem ``pi`` at ``point``; equal keys, equal instances."""
-        axes = dict(point.problem_axes)
-        key = ("p", pi, tuple(sorted(axes.items())))
-        return key, self._get(key, lambda: self.exp.problems[pi].build(axes))
+    def problem(self, pi: int, routed: Sequence[tuple[str, Any]]
+                ) -> tuple[tuple[Any, ...], Problem]:
+        """(key, instance) of problem ``pi`` with the extra axes ``routed`` to it (a grid point's
+        ``problem_axes``); equal keys, equal instances."""
+        key = ("p", pi, tuple(sorted(routed)))
+        return key, self._get(key, lambda: self.exp.problems[pi].build(dict(routed)))
 
-    def algorithm(self, ai: int, point: GridPoint) -> tuple[tuple[Any, ...], Algorithm]:
-        """(key, instance) of algorithm ``ai`` at ``point``."""
-        axes = dict(point.algorithm_axes)
-        key = ("a", ai, tuple(sorted(axes.items())))
-        return key, self._get(key, lambda: self.exp.algorithms[ai].build(axes))
+    def algorithm(self, ai: int, routed: Sequence[tuple[str, Any]]
+                  ) -> tuple[tuple[Any, ...], Algorithm]:
+        """(key, instance) of algorithm ``ai`` with the extra axes ``routed`` to it."""
+        key = ("a", ai, tuple(sorted(routed)))
+        return key, self._get(key, lambda: self.exp.algorithms[ai].build(dict(routed)))
 
     def derived(self, key: tuple[Any, ...], make: Callable[[], Any]) -> Any:
         """A value computed from instances (applicability, cost), cached under ``key``."""
@@ -175,13 +176,13 @@ class ExperimentPlan:
         for g, (gidx, point) in enumerate(exp.points()):
             n, p = point.n, point.p
             for pi in range(n_prob):
-                pkey, problem = inst.problem(pi, point)
+                pkey, problem = inst.problem(pi, point.problem_axes)
                 for ai in range(n_alg):
                     index = (ai, pi, *gidx)
                     k = exp.seeds if pending is None else int(np.count_nonzero(pending[index]))
                     if k == 0:
                         continue
-                    akey, algorithm = inst.algorithm(ai, point)
+                    akey, algorithm = inst.algorithm(ai, point.algorithm_axes)
                     reason = inst.derived((akey, pkey),
                                           lambda: algorithm.not_applicable_reason(problem))
                     if reason is not None:
@@ -239,8 +240,8 @@ class ExperimentPlan:
         index = _unravel(int(self.flat[i]), self.shape)
         ai, pi, *gidx = index
         point = exp.point_at(gidx)
-        _, algorithm = self._instances.algorithm(ai, point)
-        _, problem = self._instances.problem(pi, point)
+        _, algorithm = self._instances.algorithm(ai, point.algorithm_axes)
+        _, problem = self._instances.problem(pi, point.problem_axes)
         return ChunkSpec(
             experiment=exp.name, index=index, algorithm_cls=exp.algorithms[ai].cls,
             algorithm_name=exp.algorithms[ai].name, algorithm_params=algorithm.get_params(),
