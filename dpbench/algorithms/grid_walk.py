@@ -19,12 +19,13 @@ from numba import njit
 
 from ..core.algorithm import Algorithm, BatchRelease, Release
 from ..core.errors import NotApplicable
+from ..core.kernel import LossKernel
 from ..core.params import Param
 from ..core.problem import Dataset, Problem
 from ..core.ratecard import RateCard
 from ..core.sets import Ball
 from ..core.time_limit import checkpoint
-from ..numerics.kernels import LossKernel, kernel_arrays, sum_grad, sum_loss
+from ..numerics.kernels import kernel_arrays, sum_grad, sum_loss
 from ..privacy.exact_loss import digest, epsilon_pieces, memo
 from ..privacy.ledger import Charge, PrivacyLedger
 

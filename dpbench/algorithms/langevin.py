@@ -41,13 +41,14 @@ import numpy as np
 
 from ..core.algorithm import Algorithm, BatchRelease, Release
 from ..core.errors import NotApplicable
+from ..core.kernel import LossKernel
 from ..core.params import Param
 from ..core.problem import Dataset, Problem
 from ..core.ratecard import RateCard
 from ..core.sets import Ball, BallAt, ConstraintSet
 from ..core.time_limit import checkpoint
 from ..numerics.jit import inlinable, specialise
-from ..numerics.kernels import LossKernel, kernel_arrays, quadratic_loss, resolve_kernel
+from ..numerics.kernels import kernel_arrays, quadratic_loss, resolve_kernel
 from ..numerics.line_law import (
     GaussianStep,
     LineLaw,

@@ -27,6 +27,7 @@ import numpy as np
 
 from ..core.algorithm import Algorithm, BatchRelease, Release
 from ..core.errors import NotApplicable
+from ..core.kernel import LossKernel
 from ..core.params import Param
 from ..core.problem import Dataset, Problem
 from ..core.ratecard import RateCard
@@ -34,7 +35,7 @@ from ..core.sets import Ball, BallAt, ConstraintSet, Intersection
 from ..core.tags import get_tags
 from ..core.time_limit import checkpoint
 from ..numerics.jit import cached_njit, inlinable, specialise
-from ..numerics.kernels import LossKernel, kernel_arrays, resolve_kernel
+from ..numerics.kernels import kernel_arrays, resolve_kernel
 from ..numerics.line_law import (
     GaussianStep,
     LineLaw,

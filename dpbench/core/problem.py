@@ -43,12 +43,12 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 
+from .kernel import LossKernel
 from .params import Param, Parametrized
 from .sets import ConstraintSet
 from .tags import ProblemTags
 
 if TYPE_CHECKING:
-    from ..numerics.kernels import LossKernel
     from .universe import Universe
 
 
@@ -290,7 +290,7 @@ class Problem(Parametrized):
 
     # --- optional fast paths ------------------------------------------------------------------
     def kernel(self) -> LossKernel | None:
-        """Compiled per-example loss and gradient (:mod:`dpbench.numerics.kernels`), or ``None``.
+        """Compiled per-example loss and gradient (:mod:`dpbench.core.kernel`), or ``None``.
 
         Mechanisms with compiled inner loops (NoisySGD, the MCMC samplers) use it when present and
         fall back to :meth:`loss` / :meth:`grad` otherwise.

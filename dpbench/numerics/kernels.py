@@ -1,15 +1,10 @@
 """Compiled per-example losses and gradients: the fast path of iterative mechanisms and samplers.
 
 NoisySGD's n² sequential steps and the MCMC samplers' per-step loss sums cannot be vectorised away,
-so they run as numba-compiled loops. A problem opts in by returning a :class:`LossKernel` from
-:meth:`dpbench.core.problem.Problem.kernel`: two ``numba.njit`` functions with the fixed signatures
-
-* ``loss(theta, X, y, prm, i) -> float``: ℓ(θ; dᵢ) for row ``i``;
-* ``grad(theta, X, y, prm, i, out) -> None``: writes a (sub)gradient of ℓ(·; dᵢ) at θ into ``out``;
-
-where ``theta`` and ``out`` are float64 vectors of length p, ``X`` the (n, p) float64 rows, ``y``
-the float64 labels (an empty array for unlabelled data) and ``prm`` a float64 vector of the
-problem's public parameters. The compiled mechanism loops call these functions (NoisySGD compiles
+so they run as numba-compiled loops. A problem opts in by returning a
+:class:`~dpbench.core.kernel.LossKernel` from :meth:`dpbench.core.problem.Problem.kernel`: two
+``numba.njit`` functions with the fixed signatures of :mod:`dpbench.core.kernel` (which owns the
+type; it is re-exported here). The compiled mechanism loops call these functions (NoisySGD compiles
 its loop once per kernel with the gradient inlined, :func:`dpbench.numerics.jit.specialise`; the
 others take them as arguments), so a third-party problem gets the fast path by writing its own two
 functions; a problem without a kernel falls back to the numpy implementation of each mechanism
@@ -24,12 +19,12 @@ inherited by a subclass that overrides ``loss`` or ``grad`` (it would silently d
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from numba import njit
 
+from ..core.kernel import LossKernel
 from .jit import cached_njit
 
 __all__ = ["LossKernel", "kernel_arrays", "sum_loss", "sum_grad", "LINEAR", "QUADRATIC", "HINGE",
@@ -38,15 +33,6 @@ __all__ = ["LossKernel", "kernel_arrays", "sum_loss", "sum_grad", "LINEAR", "QUA
 
 if TYPE_CHECKING:
     from ..core.problem import Dataset, Problem
-
-
-@dataclass(frozen=True)
-class LossKernel:
-    """A problem's compiled per-example loss and gradient (see the module docstring)."""
-
-    loss: Any
-    grad: Any
-    prm: np.ndarray
 
 
 _NO_LABELS = np.empty(0)

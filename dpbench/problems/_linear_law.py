@@ -22,18 +22,16 @@ optimum.
 from __future__ import annotations
 
 import functools
-from typing import TYPE_CHECKING, ClassVar
+from typing import ClassVar
 
 import numpy as np
 
+from ..core.kernel import LossKernel
 from ..core.params import Param
 from ..core.problem import Dataset, Optimum, Problem
 from ..core.seeding import make_rng
 from ..core.sets import Ball, ConstraintSet
 from ..core.tags import ProblemTags
-
-if TYPE_CHECKING:
-    from ..numerics.kernels import LossKernel
 
 __all__ = ["LAW_PARAMS", "MarginLoss", "MarginLossProblem", "draw_linear_law",
            "population_optimum", "population_sample"]

@@ -34,18 +34,16 @@ raise :class:`~dpbench.core.errors.NotApplicable`.
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING, Callable, ClassVar
+from typing import Callable, ClassVar
 
 import numpy as np
 
 from ..core.errors import NotApplicable
 from ..core.exact_samplers import register_exact_sampler
+from ..core.kernel import LossKernel
 from ..core.params import Param
 from ..core.problem import Dataset, Optimum, Problem
 from ..core.sets import Ball, ConstraintSet
-
-if TYPE_CHECKING:
-    from ..numerics.kernels import LossKernel
 
 __all__ = ["Flat1D", "flat_tau", "interval_gaussian"]
 

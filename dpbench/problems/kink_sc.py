@@ -24,21 +24,19 @@ privacy δ.
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING, Any, Callable, ClassVar
+from typing import Any, Callable, ClassVar
 
 import numpy as np
 
 from ..core.errors import UserInputError
 from ..core.exact_samplers import register_exact_sampler
+from ..core.kernel import LossKernel
 from ..core.params import Param
 from ..core.problem import Dataset, Optimum, Problem
 from ..core.sets import Ball, ConstraintSet
 from ..core.tags import ProblemTags
 from ..numerics.solvers.median import solve_median
 from ._hard_data import signal_rows
-
-if TYPE_CHECKING:
-    from ..numerics.kernels import LossKernel
 
 __all__ = ["KinkSC", "random_direction"]
 

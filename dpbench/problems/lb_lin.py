@@ -12,19 +12,17 @@ with a zero smoothness constant). The instance and its closed forms: docs/instan
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Callable, ClassVar
+from typing import Callable, ClassVar
 
 import numpy as np
 
 from ..core.exact_samplers import register_exact_sampler
+from ..core.kernel import LossKernel
 from ..core.params import Param
 from ..core.problem import Dataset, Optimum, Problem
 from ..core.sets import Ball, ConstraintSet
 from ..core.tags import ProblemTags
 from ._hard_data import HARD_DATA_PARAMS, hard_data
-
-if TYPE_CHECKING:
-    from ..numerics.kernels import LossKernel
 
 __all__ = ["LBLin"]
 

@@ -21,11 +21,11 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..core.kernel import LossKernel
 from ..core.problem import Dataset, Optimum, Problem
 from ..core.sets import Ball, ConstraintSet
 from ..core.tags import ProblemTags
 from ..numerics.jit import cached_njit
-from ..numerics.kernels import LossKernel
 from ..numerics.solvers.ball import solve_smooth_ball
 
 __all__ = ["SQUARED", "SquaredLoss"]

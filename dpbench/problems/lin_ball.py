@@ -29,10 +29,10 @@ from numba import njit
 
 from ..core.errors import UserInputError
 from ..core.exact_samplers import register_exact_sampler
+from ..core.kernel import LossKernel
 from ..core.params import Param
 from ..core.problem import Dataset, Optimum, Problem
 from ..core.sets import Ball, ConstraintSet
-from ..numerics.kernels import LossKernel
 
 __all__ = ["LinBall", "lin_loss", "lin_grad"]
 

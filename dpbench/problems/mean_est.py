@@ -21,19 +21,17 @@ excess population r²/(2n) + p/(2β).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Callable, ClassVar
+from typing import Any, Callable, ClassVar
 
 import numpy as np
 
 from ..core.errors import UserInputError
 from ..core.exact_samplers import register_exact_sampler
+from ..core.kernel import LossKernel
 from ..core.params import Param
 from ..core.problem import Dataset, Optimum, Problem
 from ..core.sets import Ball, ConstraintSet
 from ..core.tags import ProblemTags
-
-if TYPE_CHECKING:
-    from ..numerics.kernels import LossKernel
 
 __all__ = ["MeanEst"]
 

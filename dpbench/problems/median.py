@@ -29,11 +29,11 @@ import numpy as np
 from numba import njit
 
 from ..core.errors import UserInputError
+from ..core.kernel import LossKernel
 from ..core.params import Param
 from ..core.problem import Dataset, Optimum, Problem
 from ..core.seeding import make_rng
 from ..core.sets import Ball, ConstraintSet
-from ..numerics.kernels import LossKernel
 from ..numerics.solvers.ball import project_ball
 from ..numerics.solvers.median import solve_median
 from ._hard_data import signal_rows

@@ -32,10 +32,10 @@ from numba import njit
 from scipy import optimize, special, stats
 
 from ..core.exact_samplers import register_exact_sampler
+from ..core.kernel import LossKernel
 from ..core.params import Param
 from ..core.problem import Dataset, Optimum, Problem
 from ..core.sets import Box, ConstraintSet
-from ..numerics.kernels import LossKernel
 from ..numerics.samplers.alternating import truncnorm_std_many
 
 __all__ = ["SepAbs", "AbsGaussFactor", "sep_abs_loss", "sep_abs_grad", "log_gauss_interval"]

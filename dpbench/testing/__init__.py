@@ -28,9 +28,18 @@ on the boundary of C, where e.g. a hinge on a too-small ball is linear on the wh
 
     from dpbench.testing import check_nonsmooth_active
     check_nonsmooth_active(MyProblem())
+
+An audit written by hand (a pair of datasets and a score of your own, as
+``examples/dpbench-diffprivlib/scripts/jacobian_audit.py`` does) uses the audit's statistics:
+:func:`epsilon_lower_bounds` (Clopper–Pearson lower bounds on ε from event counts) and
+:func:`audit_bound` (events chosen on half the runs, confirmed on the other half). They load scipy,
+so they are imported on first use.
 """
 
 from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
 
 from .algorithm_checks import (
     ALGORITHM_CHECKS,
@@ -85,4 +94,25 @@ __all__ = [
     "check_problem_bounds",
     "check_problem_lipschitz", "check_problem_convexity", "check_problem_optimum",
     "check_problem_kernel", "check_problem_nonsmooth",
+    "AuditBound", "audit_bound", "epsilon_lower_bounds",
 ]
+
+if TYPE_CHECKING:
+    from ..audit.stats import AuditBound, audit_bound, epsilon_lower_bounds
+
+#: Public names imported on first use (PEP 562): the audit statistics import scipy.
+_LAZY: dict[str, str] = {name: "dpbench.audit.stats"
+                         for name in ("AuditBound", "audit_bound", "epsilon_lower_bounds")}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'dpbench.testing' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_LAZY))

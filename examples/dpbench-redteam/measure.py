@@ -3,8 +3,8 @@
 Assumes the package is installed (``pip install -e examples/dpbench-redteam``); installs nothing.
 Runs a red-team suite (default ``suites/redteam.yaml``; ``--suite suites/redteam_run.yaml`` for
 the run-only copies) through :func:`dpbench.audit.run_audits` into a temporary store (or
-``--store PATH``, kept), reads the per-point results back from the store (the report's reader,
-:func:`dpbench.audit.report.audit_section`) and prints, per audit point: the variant, whether its
+``--store PATH``, kept), reads the per-point results back from the store
+(:func:`dpbench.audit.open_audit`) and prints, per audit point: the variant, whether its
 ledger states μ, the configuration the search chose, the claimed ε, the true ε (worst case over
 all neighbouring pairs, at the chosen n, ε, δ) and the true ε of the pair the auditor actually
 used (the variant's ``exact_epsilon``), the lower bounds ε_lb and μ_lb, the ε a μ_lb-GDP output
@@ -26,15 +26,14 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
 
+import numpy as np
 import yaml
 
-from dpbench.audit import run_audits
-from dpbench.audit.report import audit_section
-from dpbench.config.suite import parse_suite
-from dpbench.core.registry import get_algorithm, get_problem
-from dpbench.core.tags import get_tags
-from dpbench.store.cube import Store
+from dpbench import get_algorithm, get_problem, get_tags, parse_suite
+from dpbench.audit import open_audit, run_audits
 
 HERE = Path(__file__).resolve().parent
 SUITE = HERE / "suites" / "redteam.yaml"
@@ -69,13 +68,44 @@ def _config_value(config: str, key: str, default: float) -> float:
     return float(m.group(1)) if m else default
 
 
+#: Point variables of an audit group (docs/audit.md, "Store layout") -> the row's attribute.
+VARIABLES: dict[str, type] = {
+    "epsilon_claimed": float, "epsilon_lower_bound": float, "epsilon_lower_bound_gdp": float,
+    "mu_claimed": float, "mu_lower_bound": float, "true_epsilon": float, "seconds": float,
+    "runs_completed": int, "violation": bool, "config": str, "note": str,
+}
+RENAMED: dict[str, str] = {"epsilon_lower_bound": "epsilon_lb",
+                           "epsilon_lower_bound_gdp": "epsilon_lb_gdp", "mu_lower_bound": "mu_lb"}
+
+
+def _item(v: Any) -> Any:
+    """A numpy scalar as the Python value (strings and Python values as they are)."""
+    return v.item() if hasattr(v, "item") else v
+
+
+def audit_points(store: str | Path, name: str) -> list[SimpleNamespace]:
+    """The points of the audit group ``name``, in the store's order: ``algorithm``, ``problem``,
+    ``canary``, ``grid`` (the other point coordinates) and the variables of :data:`VARIABLES`."""
+    ds = open_audit(store, name)
+    dims = ds["epsilon_claimed"].dims
+    coords = {d: ds[d].values for d in dims}
+    values = {v: ds[v].values for v in VARIABLES}
+    points = []
+    for idx in np.ndindex(*ds["epsilon_claimed"].shape):
+        c = {d: _item(coords[d][i]) for d, i in zip(dims, idx)}
+        fields = {RENAMED.get(v, v): kind(values[v][idx]) for v, kind in VARIABLES.items()}
+        points.append(SimpleNamespace(
+            algorithm=str(c["algorithm"]), problem=str(c["problem"]), canary=str(c["canary"]),
+            grid={d: c[d] for d in dims if d not in ("algorithm", "problem", "canary")},
+            **fields))
+    return points
+
+
 def rows(suite, store: str | Path) -> list[dict]:
     """One row per audit point, from the store, with the analytic worst-case true ε."""
     out = []
-    st = Store.open(str(store), mode="r")
     for audit in suite.audits:
-        sec = audit_section(st, audit.name)
-        for r in sec.rows:
+        for r in audit_points(store, audit.name):
             spec = next(a for a in audit.algorithms if a.label == r.algorithm)
             algorithm = get_algorithm(spec.name)(**spec.params)
             pspec = next(p for p in audit.problems if p.label == r.problem)
@@ -125,7 +155,6 @@ def harness_table() -> str:
     """``dpbench.testing.privacy_audit`` (what ``check_empirical_privacy`` asserts on) on each
     run-only copy, μ not stated: one row per variant, in this process."""
     from dpbench.testing import privacy_audit
-    from dpbench.testing.algorithm_checks import _AUDIT_N, _EPS
 
     cols = ("variant", "true ε", "true ε (pair)", "ε_lb", "flagged", "configuration",
             "runs/side", "seconds")
@@ -139,7 +168,9 @@ def harness_table() -> str:
         problem = r.point.problem()
         rho = float(get_tags(problem).isotropic_quadratic[0])
         delta = 0.0 if algorithm.privacy == "pure" else r.delta_claimed  # the searched δ chosen
-        true = algorithm.true_epsilon(_AUDIT_N, int(r.point.point["p"]), _EPS, delta, rho)
+        point = r.point.point                                     # the harness's n, p and ε
+        true = algorithm.true_epsilon(int(point["n"]), int(point["p"]), float(point["epsilon"]),
+                                      delta, rho)
         lines.append("| " + " | ".join([
             f"`{name}`", _fmt(true), _fmt(r.true_epsilon), _fmt(r.epsilon_lb),
             "**yes**" if r.violation else "no",

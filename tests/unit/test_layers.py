@@ -1,9 +1,11 @@
 """The package's layers: imports point only downward (docs/architecture.md, "Layers").
 
 Every module of ``dpbench`` belongs to one layer below. A module may import modules of its own
-layer or of lower layers, never of a higher one; imports inside functions count too (only
-``if TYPE_CHECKING:`` blocks are exempt, since they never run). The module graph must also be
-acyclic, so that no cycle can hide behind a function-local import.
+layer or of lower layers, never of a higher one; imports inside functions count too, and so do
+imports under ``if TYPE_CHECKING:`` (they never run, but a type a lower layer names must live in
+that layer or below: move it down, or name a Protocol of the lower layer). The module graph of the
+imports that run must also be acyclic, so that no cycle can hide behind a function-local import
+(``TYPE_CHECKING`` imports within a layer may close a cycle: they never run).
 """
 
 from __future__ import annotations
@@ -16,6 +18,10 @@ from pathlib import Path
 import pytest
 
 PACKAGE = Path(__file__).resolve().parents[2] / "dpbench"
+
+#: Deprecated modules kept for one minor version after they moved (docs/plugins.md, "Public
+#: API"): they sit flat in ``dpbench/`` where plugins imported them, and re-export lazily.
+SHIMS: tuple[str, ...] = ("algorithm", "deadline", "errors")
 
 #: (layer, module prefixes), lowest first. A module takes the layer of its longest matching prefix.
 LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
@@ -30,7 +36,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("analysis", ("analysis",)),
     ("audit", ("audit",)),
     ("report", ("report",)),
-    ("interface", ("cli", "testing", "__main__")),
+    ("interface", ("cli", "testing", "__main__", *SHIMS)),
 )
 RANK = {prefix: i for i, (_, prefixes) in enumerate(LAYERS) for prefix in prefixes}
 
@@ -63,38 +69,53 @@ def _type_checking_lines(tree: ast.AST) -> set[int]:
     return lines
 
 
-def imports_of(module: str) -> set[str]:
-    """The dpbench modules ``module`` imports at run time (relative to the package)."""
-    path = MODULES[module]
-    tree = ast.parse(path.read_text(encoding="utf-8"))
-    skip = _type_checking_lines(tree)
-    package = module if path.name == "__init__.py" else module.rpartition(".")[0]
-    out: set[str] = set()
-    for node in ast.walk(tree):
-        if getattr(node, "lineno", None) in skip:
-            continue
-        if isinstance(node, ast.ImportFrom):
-            if node.level:
-                base = package.split(".") if package else []
-                base = base[:len(base) - (node.level - 1)] if node.level > 1 else base
-                target = ".".join([*base, *([node.module] if node.module else [])])
-            elif node.module and (node.module == "dpbench" or node.module.startswith("dpbench.")):
-                target = node.module[len("dpbench."):] if node.module != "dpbench" else ""
-            else:
-                continue
-            for alias in node.names:
-                full = f"{target}.{alias.name}" if target else alias.name
-                out.add(full if full in MODULES else target)
-        elif isinstance(node, ast.Import):
-            for alias in node.names:
-                if alias.name.startswith("dpbench."):
-                    out.add(alias.name[len("dpbench."):])
-    out.discard(module)
-    out.discard("")  # the package itself: its __init__ is the plugin API facade, tested below
+def _target(node: ast.ImportFrom | ast.Import, package: str) -> list[str]:
+    """The dpbench modules (relative to the package) one import statement names."""
+    out: list[str] = []
+    if isinstance(node, ast.ImportFrom):
+        if node.level:
+            base = package.split(".") if package else []
+            base = base[:len(base) - (node.level - 1)] if node.level > 1 else base
+            target = ".".join([*base, *([node.module] if node.module else [])])
+        elif node.module and (node.module == "dpbench" or node.module.startswith("dpbench.")):
+            target = node.module[len("dpbench."):] if node.module != "dpbench" else ""
+        else:
+            return out
+        for alias in node.names:
+            full = f"{target}.{alias.name}" if target else alias.name
+            out.append(full if full in MODULES else target)
+    else:
+        out.extend(alias.name[len("dpbench."):] for alias in node.names
+                   if alias.name.startswith("dpbench."))
     return out
 
 
+def module_imports(module: str) -> tuple[set[str], set[str]]:
+    """The dpbench modules ``module`` imports (relative to the package): (at run time, under
+    ``if TYPE_CHECKING:`` only)."""
+    path = MODULES[module]
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    typing_only = _type_checking_lines(tree)
+    package = module if path.name == "__init__.py" else module.rpartition(".")[0]
+    runtime: set[str] = set()
+    typing: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.ImportFrom, ast.Import)):
+            (typing if node.lineno in typing_only else runtime).update(_target(node, package))
+    for found in (runtime, typing):
+        found.discard(module)
+        found.discard("")  # the package itself: its __init__ is the public API facade, tested below
+    return runtime, typing - runtime
+
+
+def imports_of(module: str) -> set[str]:
+    """The dpbench modules ``module`` imports at run time (relative to the package)."""
+    return module_imports(module)[0]
+
+
 GRAPH = {m: imports_of(m) for m in MODULES if m}
+#: The imports under ``if TYPE_CHECKING:`` (never run, so outside the acyclicity test).
+TYPING_GRAPH = {m: module_imports(m)[1] for m in MODULES if m}
 
 
 @pytest.mark.parametrize("module", sorted(GRAPH))
@@ -102,6 +123,9 @@ def test_imports_point_downward(module: str) -> None:
     mine = layer_of(module)
     upward = sorted(f"dpbench.{t} ({LAYERS[layer_of(t)][0]})" for t in GRAPH[module]
                     if layer_of(t) > mine)
+    upward += sorted(f"dpbench.{t} ({LAYERS[layer_of(t)][0]}; under TYPE_CHECKING: move the type "
+                     "down, or name a Protocol of this layer)" for t in TYPING_GRAPH[module]
+                     if layer_of(t) > mine)
     assert not upward, (f"dpbench.{module} ({LAYERS[mine][0]}) imports upward: "
                         f"{', '.join(upward)}")
 
@@ -136,6 +160,22 @@ def test_the_checker_sees_an_upward_import(tmp_path: Path) -> None:
         MODULES[planted].write_text(src + "\n\ndef _f():\n    from ..engine.runner import run_suite\n")
         found = imports_of(planted)
         assert "engine.runner" in found and layer_of("engine.runner") > layer_of(planted)
+    finally:
+        del MODULES[planted]
+
+
+def test_the_checker_sees_an_upward_type_checking_import(tmp_path: Path) -> None:
+    """An upward import under ``if TYPE_CHECKING:`` (the shape of the old ``LossKernel`` circle,
+    core naming a numerics type) is reported too, as typing-only."""
+    planted = "core._planted_typing"
+    MODULES[planted] = tmp_path / "_planted_typing.py"
+    try:
+        MODULES[planted].write_text("from typing import TYPE_CHECKING\n\nif TYPE_CHECKING:\n"
+                                    "    from ..numerics.kernels import resolve_kernel\n"
+                                    "    from .problem import Problem\n")
+        runtime, typing = module_imports(planted)
+        assert not runtime and typing == {"numerics.kernels", "core.problem"}
+        assert layer_of("numerics.kernels") > layer_of(planted)
     finally:
         del MODULES[planted]
 
@@ -190,8 +230,8 @@ def test_commands_import_only_what_the_suite_names(tmp_path: Path) -> None:
 
 def test_one_layer_per_folder() -> None:
     """Layers are top-level folders: no dotted prefix in the table, and no module sits flat in
-    ``dpbench/`` except the facade, ``__main__`` and the version."""
+    ``dpbench/`` except the facade, ``__main__``, the version and the deprecated shims."""
     assert all("." not in prefix for _, prefixes in LAYERS for prefix in prefixes)
-    flat = sorted(p.name for p in PACKAGE.glob("*.py")
-                  if p.name not in {"__init__.py", "__main__.py", "_version.py"})
+    allowed = {"__init__.py", "__main__.py", "_version.py", *(f"{s}.py" for s in SHIMS)}
+    flat = sorted(p.name for p in PACKAGE.glob("*.py") if p.name not in allowed)
     assert not flat, f"modules outside a layer folder: {', '.join(flat)}"

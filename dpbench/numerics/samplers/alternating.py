@@ -43,10 +43,11 @@ from dataclasses import dataclass
 import numpy as np
 from numba import njit
 
+from ...core.kernel import LossKernel
 from ...core.problem import Dataset
 from ...core.sets import Ball, BallAt, Box, ConstraintSet
 from ...core.time_limit import checkpoint
-from ..kernels import LossKernel, kernel_arrays
+from ..kernels import kernel_arrays
 
 __all__ = ["SamplerPlan", "theory_parameters", "alternating_sample", "alternating_sample_numpy",
            "gaussian_oracle", "domain_code", "AlternatingStats", "truncnorm_std",

@@ -43,11 +43,12 @@ import numpy as np
 from numba import njit
 
 from ...core.errors import NotApplicable
+from ...core.kernel import LossKernel
 from ...core.problem import Dataset, Problem
 from ...core.sets import Ball, BallAt, ConstraintSet, Intersection
 from ...core.time_limit import checkpoint
 from ..jit import inlinable, specialise
-from ..kernels import LossKernel, kernel_arrays
+from ..kernels import kernel_arrays
 
 __all__ = ["KINDS", "BASE_STEP", "STEPS_PER_UNIT", "MIN_STEPS", "START_RTOL", "region_balls",
            "default_step", "default_steps", "inward_start", "run_chain", "run_chains",

@@ -3,7 +3,7 @@ data, a problem ``diffprivlib_linear`` runs on next to dpbench's dataset-backed
 ``real_least_squares``.
 
 The loss, its constants and the certified optimum are dpbench's
-(:class:`dpbench.problems.least_squares.SquaredLoss`: L = (R·q + B)·q + ridge·R, Δ = ridge,
+(:class:`dpbench.SquaredLoss`: L = (R·q + B)·q + ridge·R, Δ = ridge,
 β = q² + ridge over the universe ‖x‖ ≤ q, |y| ≤ B; Newton then the secular equation on the
 sphere, duality gap); this module adds the data law only.
 
@@ -18,8 +18,7 @@ from typing import ClassVar
 
 import numpy as np
 
-from dpbench import Dataset, Param
-from dpbench.problems.least_squares import SquaredLoss
+from dpbench import Dataset, Param, SquaredLoss
 
 
 class LeastSquares(SquaredLoss):

@@ -40,9 +40,9 @@ from .logistic import DIFFPRIVLIB_VERSION, legacy_random_state, public_data_norm
 
 
 def _is_least_squares(problem: Any) -> bool:
-    """dpbench's squared loss (``dpbench.problems.least_squares.SquaredLoss``: real_least_squares
-    and this package's dpl_least_squares)."""
-    from dpbench.problems.least_squares import SquaredLoss
+    """dpbench's squared loss (``dpbench.SquaredLoss``: real_least_squares and this package's
+    dpl_least_squares)."""
+    from dpbench import SquaredLoss
 
     return isinstance(problem, SquaredLoss)
 

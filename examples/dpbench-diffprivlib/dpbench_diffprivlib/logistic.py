@@ -63,8 +63,8 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from dpbench import Algorithm, Charge, NotApplicable, Param, PrivacyLedger, RateCard, Release
-from dpbench.core.tags import get_tags
+from dpbench import (Algorithm, Charge, NotApplicable, Param, PrivacyLedger, RateCard, Release,
+                     get_tags)
 
 from .calibration import cms11_calibration, privacy_loss_bound, shipped_calibration
 

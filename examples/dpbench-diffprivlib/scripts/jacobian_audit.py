@@ -11,7 +11,7 @@ through the adapter (``diffprivlib_logistic``, which calls diffprivlib 0.6.6 wit
 and C = 1, the default for a ridge-0 problem). The score is −|w − w₀|, with w₀ the point where the
 exact-argmin privacy loss peaks (:mod:`dpbench_diffprivlib.exact`, computed from the public
 calibration before any run), so the threshold events of dpbench's statistics are intervals
-around w₀. The bound is dpbench's own (:func:`dpbench.audit.stats.audit_bound`: event chosen on
+around w₀. The bound is dpbench's own (:func:`dpbench.testing.audit_bound`: event chosen on
 the first half of the runs, Clopper–Pearson on the second half), at level ``--alpha`` over all
 configurations audited in one call (Bonferroni).
 
@@ -39,9 +39,11 @@ from dpbench_diffprivlib.calibration import cms11_calibration, shipped_calibrati
 from dpbench_diffprivlib.exact import cdf, true_epsilon  # noqa: E402
 from dpbench_diffprivlib.logistic import DiffprivlibLogistic  # noqa: E402
 
-from dpbench.audit.stats import audit_bound, epsilon_lower_bounds  # noqa: E402
-from dpbench.core.problem import Dataset  # noqa: E402
-from dpbench.problems.logistic import Logistic  # noqa: E402
+from dpbench import Dataset, get_problem  # noqa: E402
+from dpbench.testing import audit_bound, epsilon_lower_bounds  # noqa: E402
+
+#: dpbench's built-in logistic loss (``logistic``), by its registered name.
+Logistic = get_problem("logistic")
 
 
 def pair(q: float) -> tuple[Dataset, Dataset]:

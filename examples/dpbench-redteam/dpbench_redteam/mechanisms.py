@@ -17,7 +17,7 @@ the auditor's lower bounds can be compared with known answers (README.md has the
   statistic s(D), so a pair (D, D′) is exactly a Gaussian pair with
   μ = ‖s(D) − s(D′)‖/s_out, and the mechanism is μ-GDP with μ = sup ‖s(D) − s(D′)‖/s_out (Dong,
   Roth, Su 2022). Its exact ε at δ is :func:`gdp_to_epsilon`, i.e.
-  :func:`dpbench.privacy.gaussian.gdp_epsilon`: the smallest ε with
+  :func:`dpbench.gdp_epsilon`: the smallest ε with
   Φ(−ε/μ + μ/2) − e^ε Φ(−ε/μ − μ/2) ≤ δ, the hockey-stick divergence of N(0, 1) and N(μ, 1)
   (Balle and Wang 2018, Thm 8, an *iff*), hence exact for a Gaussian pair, not only an upper bound.
 * Laplace family (pure): coordinate-wise Laplace noise of scale b; the privacy loss of a pair is
@@ -42,9 +42,8 @@ from typing import Any, ClassVar
 import numpy as np
 
 from dpbench import (Algorithm, BatchRelease, Charge, NotApplicable, Param, PrivacyLedger,
-                     RateCard, Release)
-from dpbench.core.tags import get_tags
-from dpbench.privacy.gaussian import analytic_gaussian_sigma, gdp_delta, gdp_epsilon
+                     RateCard, Release, analytic_gaussian_sigma, gdp_delta, gdp_epsilon,
+                     get_tags)
 
 __all__ = [
     "LEAK_PROBABILITY", "RUN_ONLY", "RedTeamConstantSeed", "RedTeamDataStart", "RedTeamGaussian",
@@ -476,7 +475,7 @@ class RedTeamUniformRowLeak(RedTeamRowLeak):
     with probability q·m(x)/n the atom x for each distinct row x of multiplicity m(x). Atoms and
     the Gaussian part are mutually singular, so the hockey stick adds up:
     δ(ε) = (q/n)·Σₓ max(0, m₀(x) − e^ε·m₁(x)) + (1 − q)·δ_μ(ε), both orders, δ_μ the Gaussian
-    pair's (:func:`dpbench.privacy.gaussian.gdp_delta`). When the canary differs and nothing
+    pair's (:func:`dpbench.gdp_delta`). When the canary differs and nothing
     else does, the first term is q/n: the true ε is ∞ for δ ≤ q/n (10⁻⁴ at n = 10, 5·10⁻⁴ at
     n = 2) and ε(μ, (δ − q/n)/(1 − q)) above it.
     """
