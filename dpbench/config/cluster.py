@@ -57,14 +57,8 @@ from typing import Any
 import yaml
 
 from ..core.errors import UserInputError, did_you_mean
-from .validation import (
-    MAX_CONFIG_CHARS,
-    MAX_YAML_VALUES,
-    BoundedLoader,
-    Errors,
-    expanded_size_ok,
-    is_int,
-)
+from .validation import Errors, is_int
+from .yaml_io import ConfigKind, ConfigTextError, load_yaml, read_config
 
 _PROFILE_KEYS = ("version", "description", "cluster", "scale", "adapt", "dask_config",
                  "worker_timeout_s")
@@ -620,6 +614,13 @@ def _validate(raw: Any, errs: Errors) -> Profile | None:
                    float(timeout))
 
 
+#: How profile files are read (their bounds: :mod:`dpbench.config.yaml_io`).
+PROFILE_FILE = ConfigKind(
+    title="cluster profile", noun="profile",
+    expansion_hint="(nested YAML aliases *name, or an alias inside the node it names); write it "
+                   "out")
+
+
 def load_profile(path: str | Path) -> Profile:
     """Read and validate a cluster profile.
 
@@ -629,26 +630,9 @@ def load_profile(path: str | Path) -> Profile:
     """
     path = Path(path)
     try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise ProfileError(path, [f"cannot read the cluster profile: {exc.strerror or exc}"]) \
-            from None
-    except UnicodeDecodeError as exc:
-        raise ProfileError(path, [f"not UTF-8 text: byte {exc.object[exc.start]:#04x} at "
-                                  f"offset {exc.start}; save the profile as UTF-8"]) from None
-    if len(text) > MAX_CONFIG_CHARS:
-        raise ProfileError(path, [f"the profile is {len(text)} characters long; at most "
-                                  f"{MAX_CONFIG_CHARS} are allowed"])
-    try:
-        raw = yaml.load(text, Loader=BoundedLoader)  # noqa: S506 (a SafeLoader subclass)
-    except yaml.YAMLError as exc:
-        raise ProfileError(path, [f"malformed YAML: {str(exc)[:500]}"]) from None
-    except RecursionError:
-        raise ProfileError(path, ["malformed YAML: nested too deeply"]) from None
-    if not expanded_size_ok(raw):
-        raise ProfileError(path, [f"the profile expands to more than {MAX_YAML_VALUES} values "
-                                  "(nested YAML aliases *name, or an alias inside the node it "
-                                  "names); write it out"])
+        raw = load_yaml(read_config(path, PROFILE_FILE), PROFILE_FILE)
+    except ConfigTextError as exc:
+        raise ProfileError(path, [str(exc)]) from None
     errs = Errors()
     prof = _validate(raw, errs)
     if errs.items or prof is None:
