@@ -282,7 +282,7 @@ def _cmd_plan(args: argparse.Namespace) -> int:
     selection = _selection(args)
     profile = None
     if args.cluster is not None:
-        from ..config.cluster import load_profile
+        from ..engine.backends.cluster_class import load_profile
 
         profile = load_profile(args.cluster)
     if args.workers is not None and args.workers < 1:
@@ -523,7 +523,7 @@ def _cmd_check(args: argparse.Namespace) -> int:
 
 
 def _cmd_profile(args: argparse.Namespace) -> int:
-    from ..config.cluster import render_profile
+    from ..engine.backends.render import render_profile
 
     print(render_profile(args.profile))
     return EXIT_OK

@@ -1,24 +1,12 @@
-"""Cluster profiles and scheduler sources: the validated description of where a dask run
-computes (the dask backend, :mod:`dpbench.engine.backends.dask`, opens the connection).
-
-Precedence (first match wins; ``docs/clusters.md``):
-
-1. ``--scheduler ADDRESS`` -> ``Client(address)``;
-2. ``--scheduler-file FILE`` -> ``Client(scheduler_file=FILE)`` (the JSON a ``dask scheduler
-   --scheduler-file`` writes; needs a file system shared with the scheduler);
-3. ``DASK_SCHEDULER_ADDRESS`` in the environment;
-4. ``--cluster PROFILE.yaml`` -> a cluster manager built from the profile;
-5. a LocalCluster with one single-threaded worker process per core (or ``--workers N``).
-
-``--workers 0`` (without 1-4) runs inline, without dask (for debugging); ``--backend
-processes`` uses a pool of local processes instead of dask.
+"""The cluster-profile schema: what a profile file (``--cluster``, ``dpbench profile``) may say,
+checked structurally (docs/clusters.md).
 
 A profile names a cluster-manager class the dask-ctl way, from an allow-list of modules
-(:data:`CLUSTER_MODULES`: distributed, dask-jobqueue, dask-kubernetes, dask-cloudprovider,
-dask-gateway), and the class must be a dask cluster manager (a subclass of
-``distributed.deploy.Cluster``). Nothing else a profile names is imported or called, so a profile
-cannot run arbitrary code (``module: subprocess, class: Popen`` is refused before any import).
-Placeholders left in a shipped template (``CHANGE-ME``) are errors::
+(:data:`dpbench.engine.backends.cluster_class.CLUSTER_MODULES`: distributed, dask-jobqueue,
+dask-kubernetes, dask-cloudprovider, dask-gateway), and the class must be a dask cluster manager
+(a subclass of ``distributed.deploy.Cluster``). Nothing else a profile names is imported or
+called, so a profile cannot run arbitrary code (``module: subprocess, class: Popen`` is refused
+before any import). Placeholders left in a shipped template (``CHANGE-ME``) are errors::
 
     version: 1                      # optional
     description: ...                # optional, free text
@@ -31,25 +19,22 @@ Placeholders left in a shipped template (``CHANGE-ME``) are errors::
     dask_config: {distributed.scheduler.allowed-failures: 5}   # optional dask.config.set
     worker_timeout_s: 1800          # optional: give up (exit 2) after this long with no worker
 
-:func:`load_profile` validates a profile like a suite: every error is collected and reported
+:func:`read_profile` validates a profile like a suite: every error is collected and reported
 together as ``file: field.path: message; allowed: ...``. For dask-jobqueue classes it also checks
 that the worker ``--lifetime`` (plus ``--lifetime-stagger``) is set and shorter than the job's
-``walltime``, so workers retire gracefully instead of being killed mid-task.
-:func:`render_profile` shows what a profile would start without starting it (the batch job
-script, the Kubernetes ``DaskCluster`` manifest, or a LocalCluster summary).
+``walltime``, so workers retire gracefully instead of being killed mid-task. The checks that need
+the class itself (the allow-list, the class is a cluster manager, keyword arguments against its
+signature) are given to it as :class:`ClassChecks` by the dask backend's
+:func:`dpbench.engine.backends.cluster_class.load_profile`, the loader every caller uses: this
+layer imports no cluster module.
 """
 
 from __future__ import annotations
 
 import functools
-import importlib
-import inspect
-import json
 import math
-import os
 import re
-import socket
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -57,14 +42,8 @@ from typing import Any
 import yaml
 
 from ..core.errors import UserInputError, did_you_mean
-from .validation import (
-    MAX_CONFIG_CHARS,
-    MAX_YAML_VALUES,
-    BoundedLoader,
-    Errors,
-    expanded_size_ok,
-    is_int,
-)
+from .validation import Errors, is_int
+from .yaml_io import ConfigKind, ConfigTextError, load_yaml, read_config
 
 _PROFILE_KEYS = ("version", "description", "cluster", "scale", "adapt", "dask_config",
                  "worker_timeout_s")
@@ -73,9 +52,6 @@ _PROFILE_KEYS = ("version", "description", "cluster", "scale", "adapt", "dask_co
 #: the batch system will never start does not hang a sweep overnight (docs/clusters.md).
 DEFAULT_WORKER_TIMEOUT_S = 1800.0
 MAX_WORKER_TIMEOUT_S = 7 * 86400.0
-#: The modules (and their submodules) a profile may name; nothing else is ever imported.
-CLUSTER_MODULES = ("dask.distributed", "distributed", "dask_jobqueue", "dask_kubernetes",
-                   "dask_cloudprovider", "dask_gateway")
 #: Marks a value of a shipped template that the user must replace.
 PLACEHOLDER = "CHANGE-ME"
 _CLUSTER_KEYS = ("module", "class", "kwargs")
@@ -94,17 +70,13 @@ _ADAPT_KEYS = {
     "generic": ("minimum", "maximum", "minimum_cores", "maximum_cores", "minimum_memory",
                 "maximum_memory", *_ADAPTIVE_KEYS),
 }
-#: The pip extra that provides each optional cluster-manager package.
-_EXTRAS = {"dask_jobqueue": "slurm", "dask_kubernetes": "kubernetes"}
 _K8S_RESOURCE_KEYS = ("requests", "limits")
-#: Constructor arguments that make no sense in a YAML file (not offered as allowed values).
-_INTERNAL_KWARGS = frozenset({"loop", "asynchronous", "job_cls", "scheduler_cls", "worker_class"})
 
 
 class ProfileError(UserInputError):
     """A cluster profile failed validation; ``problems`` lists every error found."""
 
-    def __init__(self, source: str | Path, problems: list[str]):
+    def __init__(self, source: str | Path, problems: list[str]) -> None:
         self.source = str(source)
         self.problems = list(problems)
         lines = "\n".join(f"{self.source}: {p}" for p in self.problems)
@@ -176,47 +148,20 @@ def worker_lifetime(kwargs: Mapping[str, Any]) -> tuple[float | None, float]:
             0.0 if stagger is None else parse_timedelta(stagger, default="s"))
 
 
+@dataclass(frozen=True)
+class ClassChecks:
+    """The checks of a profile that need its class imported, supplied by the layer that may
+    import it (:func:`dpbench.engine.backends.cluster_class.load_profile`)."""
+
+    #: ``admit(errs, module, class)``: whether the profile may name this class; when not, the
+    #: reason is added to ``errs`` and validation stops there.
+    admit: Callable[[Errors, str, str], bool]
+    #: ``check_kwargs(errs, module, class, kwargs)``: the keyword arguments the class does not
+    #: accept, added to ``errs``.
+    check_kwargs: Callable[[Errors, str, str, Mapping[str, Any]], None]
+
+
 # --- validation --------------------------------------------------------------------------------
-
-def allowed_module(module: str) -> bool:
-    """Whether ``module`` is one of :data:`CLUSTER_MODULES` or a submodule of one."""
-    return any(module == m or module.startswith(m + ".") for m in CLUSTER_MODULES)
-
-
-def is_cluster_class(obj: Any) -> bool:
-    """Whether ``obj`` is a dask cluster manager class (``distributed.deploy.Cluster``)."""
-    from distributed.deploy.cluster import Cluster
-
-    return inspect.isclass(obj) and issubclass(obj, Cluster)
-
-
-def import_cluster_module(module: str) -> Any:
-    """Import an allowed cluster module without letting it replace this process's signal
-    handlers: dask-jobqueue's ``runner`` module, imported with the package, installs a SIGINT
-    handler that calls ``sys.exit()``, which would turn Ctrl-C into exit code 0."""
-    import signal
-    import threading
-
-    if threading.current_thread() is not threading.main_thread():
-        return importlib.import_module(module)
-    saved = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
-    try:
-        return importlib.import_module(module)
-    finally:
-        for sig, handler in saved.items():
-            if handler is not None and signal.getsignal(sig) is not handler:
-                signal.signal(sig, handler)
-
-
-def _import_class(module: str, cls: str) -> type | None:
-    if not allowed_module(module):
-        return None
-    try:
-        obj = getattr(import_cluster_module(module), cls)
-    except (ImportError, AttributeError):
-        return None
-    return obj if inspect.isclass(obj) else None
-
 
 def _placeholders(errs: Errors, path: str, value: Any) -> None:
     """Every string of ``value`` (nested) that still holds :data:`PLACEHOLDER`."""
@@ -232,58 +177,8 @@ def _placeholders(errs: Errors, path: str, value: Any) -> None:
             _placeholders(errs, f"{path}[{i}]", v)
 
 
-def _init_params(cls: type) -> tuple[set[str], bool]:
-    """Named parameters of ``cls.__init__`` and whether it also takes ``**kwargs``."""
-    try:
-        params = inspect.signature(cls.__init__).parameters.values()
-    except (TypeError, ValueError):
-        return set(), True
-    names = {p.name for p in params if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)}
-    return names - {"self"}, any(p.kind is p.VAR_KEYWORD for p in params)
-
-
-def _mro_params(cls: type) -> set[str] | None:
-    """Keyword arguments ``cls`` accepts, following ``**kwargs`` up its bases; None if open."""
-    names: set[str] = set()
-    for klass in cls.__mro__:
-        if klass is object:
-            return None
-        if "__init__" not in vars(klass):
-            continue
-        own, open_ = _init_params(klass)
-        names |= own
-        if not open_:
-            return names
-    return None
-
-
-def accepted_kwargs(cls: type) -> set[str] | None:
-    """Keyword arguments a cluster-manager class accepts, or ``None`` when it cannot be known.
-
-    dask-jobqueue clusters forward ``**job_kwargs`` to their ``job_cls``; LocalCluster forwards
-    ``**worker_kwargs`` to its worker (``Nanny``/``Worker``); otherwise ``**kwargs`` go to the
-    base classes.
-    """
-    own, open_ = _init_params(cls)
-    if not open_:
-        return own
-    job_cls = getattr(cls, "job_cls", None)
-    if inspect.isclass(job_cls):
-        job = _mro_params(job_cls)
-        return None if job is None else own | job - {"scheduler"}
-    from distributed import LocalCluster, Nanny, Worker
-
-    if issubclass(cls, LocalCluster):
-        return own | _init_params(Nanny)[0] | _init_params(Worker)[0]
-    return _mro_params(cls)
-
-
-def _check_kwargs(errs: Errors, module: str, clsname: str, kwargs: Mapping[str, Any]) -> None:
-    cls = _import_class(module, clsname)
-    allowed = accepted_kwargs(cls) if cls is not None else None
-    if allowed is not None:
-        errs.unknown_keys("cluster.kwargs", kwargs, tuple(sorted(allowed - _INTERNAL_KWARGS)),
-                          f"unknown keyword argument of {clsname}")
+def _check_family(errs: Errors, module: str, clsname: str, kwargs: Mapping[str, Any]) -> None:
+    """The keyword arguments a family of cluster managers requires, and their types."""
     family = _family(module)
     if family == "jobqueue":
         _check_jobqueue(errs, module, clsname, kwargs)
@@ -568,7 +463,7 @@ def _check_distributed_key(errs: Errors, path: str, canon: str, value: Any, know
                  + (f"; allowed: {', '.join(sorted(near))}" if near else ""))
 
 
-def _validate(raw: Any, errs: Errors) -> Profile | None:
+def _validate(raw: Any, errs: Errors, classes: ClassChecks) -> Profile | None:
     if not isinstance(raw, dict) or "cluster" not in raw:
         errs.add("", "a profile is a mapping with a 'cluster' field (module, class, kwargs)")
         return None
@@ -595,17 +490,11 @@ def _validate(raw: Any, errs: Errors) -> Profile | None:
         kwargs = {k: v for k, v in kwargs.items() if isinstance(k, str)}
     if errs.items and not all(isinstance(c.get(k), str) for k in ("module", "class")):
         return None
-    if not allowed_module(c["module"]):
-        errs.add("cluster.module", f"{c['module']!r} is not a dask cluster module; allowed: "
-                                   f"{', '.join(CLUSTER_MODULES)} (or their submodules)")
-        return None
-    cls = _import_class(c["module"], c["class"])
-    if cls is not None and not is_cluster_class(cls):
-        errs.add("cluster.class", f"{c['module']}.{c['class']} is not a dask cluster manager "
-                                  "(a subclass of distributed.deploy.Cluster)")
+    if not classes.admit(errs, c["module"], c["class"]):
         return None
     _placeholders(errs, "cluster.kwargs", kwargs)
-    _check_kwargs(errs, c["module"], c["class"], kwargs)
+    classes.check_kwargs(errs, c["module"], c["class"], kwargs)
+    _check_family(errs, c["module"], c["class"], kwargs)
     _check_scaling(errs, _family(c["module"]), raw.get("scale"), raw.get("adapt"))
     if isinstance(raw.get("dask_config"), dict):
         _check_dask_config(errs, raw["dask_config"])
@@ -620,278 +509,27 @@ def _validate(raw: Any, errs: Errors) -> Profile | None:
                    float(timeout))
 
 
-def load_profile(path: str | Path) -> Profile:
-    """Read and validate a cluster profile.
+#: How profile files are read (their bounds: :mod:`dpbench.config.yaml_io`).
+PROFILE_FILE = ConfigKind(
+    title="cluster profile", noun="profile",
+    expansion_hint="(nested YAML aliases *name, or an alias inside the node it names); write it "
+                   "out")
+
+
+def read_profile(path: str | Path, classes: ClassChecks) -> Profile:
+    """Read and validate a cluster profile, its class with ``classes``.
 
     Raises :class:`ProfileError` listing every problem (``file: field.path: message; allowed:
-    ...``). Keyword arguments are checked against the class's signature when it can be imported;
-    a class that cannot be imported is reported by :func:`cluster_class`, not here.
+    ...``). Callers use :func:`dpbench.engine.backends.cluster_class.load_profile`, which gives
+    the class checks.
     """
     path = Path(path)
     try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise ProfileError(path, [f"cannot read the cluster profile: {exc.strerror or exc}"]) \
-            from None
-    except UnicodeDecodeError as exc:
-        raise ProfileError(path, [f"not UTF-8 text: byte {exc.object[exc.start]:#04x} at "
-                                  f"offset {exc.start}; save the profile as UTF-8"]) from None
-    if len(text) > MAX_CONFIG_CHARS:
-        raise ProfileError(path, [f"the profile is {len(text)} characters long; at most "
-                                  f"{MAX_CONFIG_CHARS} are allowed"])
-    try:
-        raw = yaml.load(text, Loader=BoundedLoader)  # noqa: S506 (a SafeLoader subclass)
-    except yaml.YAMLError as exc:
-        raise ProfileError(path, [f"malformed YAML: {str(exc)[:500]}"]) from None
-    except RecursionError:
-        raise ProfileError(path, ["malformed YAML: nested too deeply"]) from None
-    if not expanded_size_ok(raw):
-        raise ProfileError(path, [f"the profile expands to more than {MAX_YAML_VALUES} values "
-                                  "(nested YAML aliases *name, or an alias inside the node it "
-                                  "names); write it out"])
+        raw = load_yaml(read_config(path, PROFILE_FILE), PROFILE_FILE)
+    except ConfigTextError as exc:
+        raise ProfileError(path, [str(exc)]) from None
     errs = Errors()
-    prof = _validate(raw, errs)
+    prof = _validate(raw, errs, classes)
     if errs.items or prof is None:
         raise ProfileError(path, errs.items)
     return prof
-
-
-#: The submission command each dask-jobqueue class needs on the client's PATH.
-SUBMIT_COMMANDS = {"SLURMCluster": "sbatch", "PBSCluster": "qsub", "SGECluster": "qsub",
-                   "LSFCluster": "bsub", "OARCluster": "oarsub", "HTCondorCluster": "condor_submit"}
-
-
-def check_submit_command(prof: Profile, source: str | Path) -> None:
-    """A batch-system profile needs its submission command here (the client submits the jobs):
-    without it dask-jobqueue retries the submission forever, so it is refused up front."""
-    import shutil
-
-    command = SUBMIT_COMMANDS.get(prof.cls) if prof.family == "jobqueue" else None
-    if command is not None and shutil.which(command) is None:
-        raise UserInputError(f"{source}: cluster.class {prof.cls} submits jobs with {command!r}, "
-                             f"which is not on this machine's PATH; run the client on a node of "
-                             "the cluster (a login node), or use another profile")
-
-
-#: Batch systems whose submission command can validate a job without queueing it.
-DRY_RUN_COMMANDS = {"SLURMCluster": ("sbatch", "--test-only")}
-DRY_RUN_TIMEOUT_S = 30.0
-
-
-def check_job_accepted(prof: Profile, source: str | Path) -> None:
-    """Ask the batch system whether it would accept the profile's worker job, without queueing
-    it (SLURM: ``sbatch --test-only`` on the job script the cluster would submit). A wrong
-    partition or account, or a job larger than any node, is then refused before the store exists
-    (exit 2) instead of leaving the run waiting for workers that never come."""
-    import dataclasses
-    import shutil
-    import subprocess
-    import tempfile
-    import warnings
-
-    command = DRY_RUN_COMMANDS.get(prof.cls) if prof.family == "jobqueue" else None
-    if command is None or shutil.which(command[0]) is None:
-        return
-    cls = cluster_class(prof, source)
-    probe = dataclasses.replace(prof, kwargs={**prof.kwargs, "log_directory": None})
-    script = _render_jobqueue(probe, cls)
-    with tempfile.NamedTemporaryFile("w", prefix="dpbench-job-", suffix=".sh") as f:
-        f.write(script)
-        f.flush()
-        try:
-            r = subprocess.run([*command, f.name], capture_output=True, text=True,
-                               timeout=DRY_RUN_TIMEOUT_S)
-        except (OSError, subprocess.TimeoutExpired) as exc:
-            warnings.warn(f"{source}: could not check the worker job with "
-                          f"{' '.join(command)}: {exc}", stacklevel=2)
-            return
-    if r.returncode != 0:
-        said = "; ".join(line.strip() for line in (r.stderr or r.stdout).splitlines()
-                         if line.strip())
-        raise UserInputError(f"{source}: cluster.kwargs: the batch system refuses the worker job "
-                             f"({' '.join(command)}): {said[-600:]}; check queue (partition), "
-                             "account, cores, memory and walltime against what the site offers")
-
-
-def cluster_class(prof: Profile, source: str | Path) -> type:
-    """The cluster-manager class a profile names (a clear error if it cannot be imported, or is
-    not an allowed dask cluster manager)."""
-    if not allowed_module(prof.module):
-        raise UserInputError(f"{source}: cluster.module: {prof.module!r} is not a dask cluster "
-                             f"module; allowed: {', '.join(CLUSTER_MODULES)}")
-    try:
-        cls = getattr(import_cluster_module(prof.module), prof.cls)
-        if not is_cluster_class(cls):
-            raise UserInputError(f"{source}: cluster.class: {prof.module}.{prof.cls} is not a "
-                                 "dask cluster manager (a subclass of distributed.deploy.Cluster)")
-        return cls
-    except (ImportError, AttributeError) as exc:
-        extra = _EXTRAS.get(prof.module.split(".")[0])
-        hint = (f"install it with pip install 'dp-ratebench[{extra}]'" if extra
-                else "is the optional extra installed?")
-        raise UserInputError(f"{source}: cluster: cannot load {prof.module}.{prof.cls}: {exc} "
-                             f"({hint})") from None
-
-
-# --- scheduler file ----------------------------------------------------------------------------
-
-def check_scheduler_file(path: str | Path) -> str:
-    """The scheduler address in a dask scheduler file (JSON with ``address``); a clear
-    :class:`UserInputError` when the file is missing or malformed."""
-    path = Path(path)
-    try:
-        info = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise UserInputError(f"--scheduler-file {path}: no such file (start the scheduler with "
-                             "dask scheduler --scheduler-file FILE on a shared file system)") \
-            from None
-    except OSError as exc:
-        raise UserInputError(f"--scheduler-file {path}: cannot read: {exc.strerror or exc}") \
-            from None
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise UserInputError(f"--scheduler-file {path}: not a dask scheduler file "
-                             f"(malformed JSON: {exc})") from None
-    if not isinstance(info, dict) or not isinstance(info.get("address"), str):
-        raise UserInputError(f"--scheduler-file {path}: not a dask scheduler file "
-                             "(a JSON object with an 'address' field)")
-    return info["address"]
-
-
-#: Seconds a scheduler address is given to accept a TCP connection before the run is refused.
-SCHEDULER_PROBE_S = 10.0
-
-
-def check_scheduler_address(address: str, source: str,
-                            timeout: float = SCHEDULER_PROBE_S) -> str:
-    """``address`` if it is a dask scheduler address that accepts a connection within
-    ``timeout`` seconds (tcp/tls; other schemes are only parsed); a clear
-    :class:`UserInputError` naming ``source`` otherwise — before anything is written."""
-    from distributed.comm.addressing import parse_address, parse_host_port
-
-    example = "e.g. tcp://HOST:8786"
-    try:
-        scheme, loc = parse_address(address)
-        host, port = parse_host_port(loc) if scheme in ("tcp", "tls") else (loc, None)
-    except (ValueError, TypeError) as exc:
-        raise UserInputError(f"{source} {address!r:.200}: not a dask scheduler address ({exc}); "
-                             f"{example}") from None
-    if scheme in ("tcp", "tls"):
-        try:
-            socket.create_connection((host, int(port)), timeout=timeout).close()
-        except (OSError, ValueError, OverflowError) as exc:
-            reason = getattr(exc, "strerror", None) or str(exc) or type(exc).__name__
-            raise UserInputError(f"{source} {address!r:.200}: cannot reach the scheduler "
-                                 f"({reason}; waited at most {timeout:g} s); is it running and "
-                                 "is the address right?") from None
-        _handshake(address, source, timeout)
-    return address
-
-
-def _handshake(address: str, source: str, timeout: float) -> None:
-    """A dask comm handshake with ``address`` (something that accepts TCP connections but does
-    not speak dask's protocol is refused here, not after the store is created)."""
-    import asyncio
-
-    from distributed.comm import connect
-
-    async def probe() -> None:
-        comm = await connect(address, timeout=timeout)
-        await comm.close()
-
-    try:
-        asyncio.get_running_loop()
-        return  # called from inside an event loop: the TCP check above has to do
-    except RuntimeError:
-        pass
-    try:
-        asyncio.run(asyncio.wait_for(probe(), timeout))
-    except Exception as exc:  # noqa: BLE001 (any failure means: not a usable scheduler)
-        raise UserInputError(f"{source} {address!r:.200}: does not answer as a dask scheduler "
-                             f"({type(exc).__name__}: {str(exc)[:200]}; waited at most "
-                             f"{timeout:g} s)") from None
-
-
-def check_cluster_source(scheduler: str | None, scheduler_file: str | Path | None) -> None:
-    """Reject contradictory options, unusable scheduler files and malformed or unreachable
-    scheduler addresses (``--scheduler``, the file's, ``DASK_SCHEDULER_ADDRESS``) before anything
-    is written."""
-    if scheduler is not None and scheduler_file is not None:
-        raise UserInputError("give --scheduler ADDRESS or --scheduler-file FILE, not both")
-    if scheduler is not None:
-        check_scheduler_address(scheduler, "--scheduler")
-    elif scheduler_file is not None:
-        check_scheduler_address(check_scheduler_file(scheduler_file),
-                                f"--scheduler-file {scheduler_file}: address")
-    elif os.environ.get("DASK_SCHEDULER_ADDRESS"):
-        check_scheduler_address(os.environ["DASK_SCHEDULER_ADDRESS"], "DASK_SCHEDULER_ADDRESS")
-
-
-# --- rendering (dpbench profile) ---------------------------------------------------------------
-
-def _render_jobqueue(prof: Profile, cls: type) -> str:
-    """The batch job script, from a cluster object bound to this machine (no job is submitted:
-    jobs are only submitted by scale/adapt, which are never called here)."""
-    import dask
-
-    kwargs = dict(prof.kwargs)
-    opts = {k: v for k, v in (kwargs.pop("scheduler_options", None) or {}).items()
-            if k not in ("interface", "host", "dashboard_address")}
-    kwargs["scheduler_options"] = {**opts, "host": "127.0.0.1", "dashboard_address": ":0"}
-    with dask.config.set(prof.dask_config), cls(**kwargs) as cluster:
-        return cluster.job_script()
-
-
-def _render_kubernetes(prof: Profile) -> str:
-    """The ``DaskCluster`` manifest the dask-kubernetes operator would be given."""
-    from dask_kubernetes.operator import make_cluster_spec
-
-    spec = prof.kwargs.get("custom_cluster_spec")
-    if isinstance(spec, str):
-        spec = yaml.safe_load(Path(spec).read_text(encoding="utf-8"))
-    if spec is None:
-        params = inspect.signature(make_cluster_spec).parameters
-        spec = make_cluster_spec(**{k: v for k, v in prof.kwargs.items() if k in params})
-    return yaml.safe_dump(spec, sort_keys=False)
-
-
-def _scaling_text(prof: Profile) -> str:
-    if prof.adapt:
-        return f"adapt({', '.join(f'{k}={v!r}' for k, v in prof.adapt.items())})"
-    if prof.scale:
-        return f"scale({', '.join(f'{k}={v!r}' for k, v in prof.scale.items())})"
-    return "no scale/adapt: the class's own kwargs decide the size"
-
-
-def render_profile(path: str | Path) -> str:
-    """What a profile would start, without starting it: a summary followed by the dask-jobqueue
-    job script or the Kubernetes manifest. When the optional package for a known family is not
-    installed the summary says so (the profile was still validated structurally)."""
-    prof = load_profile(path)
-    lines = [f"{path}: OK — {prof.module}.{prof.cls}"]
-    if prof.description:
-        lines.append(f"  description: {prof.description}")
-    lines += [f"  kwargs: {json.dumps(prof.kwargs, default=str)}",
-              f"  scaling: {_scaling_text(prof)}",
-              f"  dask_config: {json.dumps(prof.dask_config, default=str)}"]
-    if prof.family == "jobqueue":
-        life, stagger = worker_lifetime(prof.kwargs)
-        lines.append(f"  worker lifetime: {life:g} s ± {stagger:g} s, walltime "
-                     f"{prof.kwargs['walltime']}")
-    root = prof.module.split(".")[0]
-    if prof.family != "generic" and _import_class(prof.module, prof.cls) is None:
-        lines.append(f"  (not rendered: {prof.module}.{prof.cls} cannot be imported; install "
-                     f"pip install 'dp-ratebench[{_EXTRAS[root]}]' to see the "
-                     f"{'job script' if prof.family == 'jobqueue' else 'DaskCluster manifest'})")
-        return "\n".join(lines)
-    cls = cluster_class(prof, path)
-    if prof.family == "jobqueue":
-        lines += ["", "# job script (scheduler address is a placeholder on this machine;"
-                  " nothing was submitted):", _render_jobqueue(prof, cls)]
-    elif prof.family == "kubernetes":
-        lines += ["", "# DaskCluster manifest (nothing was created):", _render_kubernetes(prof)]
-    else:
-        n = prof.kwargs.get("n_workers", os.cpu_count() or 1)
-        lines.append(f"  would start {prof.cls} with {n} worker(s) x "
-                     f"{prof.kwargs.get('threads_per_worker', 'default')} thread(s) on this "
-                     "machine")
-    return "\n".join(lines)

@@ -49,8 +49,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from ..core.errors import SuiteError, UserInputError, did_you_mean
 from ..core.grid import CORE_AXES, GridPoint
 from ..core.params import identity_params
@@ -59,18 +57,13 @@ from ..core.seeding import stable_hash
 from .audit import validate_audits
 from .validation import (
     IDENT,
-    MAX_CONFIG_CHARS,
-    MAX_YAML_ALIASES,  # noqa: F401 (re-exported: the suite's bounds)
-    MAX_YAML_VALUES,
     AlgorithmSpec,
-    BoundedLoader,
     Errors,
     ProblemSpec,
     check_axis,
     check_keys,
     check_name,
     check_privacy_kind,
-    expanded_size_ok,
     has_duplicates,
     is_int,
     is_real,
@@ -78,6 +71,7 @@ from .validation import (
     privacy_of,
     problem_instance,
 )
+from .yaml_io import ConfigKind, ConfigTextError, SuiteLoader, load_yaml, read_config
 
 SCHEMA_VERSION = 1
 #: Upper bounds of the per-cell limits (a larger value is a typo, and overflows timers).
@@ -113,23 +107,11 @@ _ALGO_KEYS = ("algorithm", "label", "params")
 RESERVED_AXES = ("algorithm", "problem", "seed")
 
 
-#: Bounds on what a suite file may expand to (a few KB in practice): its size, the number of YAML
-#: aliases, and the number of values once every alias is expanded ("billion laughs"); shared
-#: with cluster profiles (:mod:`dpbench.config.validation`).
-MAX_SUITE_BYTES = MAX_CONFIG_CHARS
-MAX_SUITE_VALUES = MAX_YAML_VALUES
-
-
-class _Loader(BoundedLoader):
-    """SafeLoader that also reads ``1e-6`` (no dot) as a float, as users write it, and refuses
-    more than :data:`MAX_YAML_ALIASES` aliases."""
-
-
-_Loader.add_implicit_resolver(
-    "tag:yaml.org,2002:float",
-    re.compile(r"^[-+]?(?:[0-9][0-9_]*)(?:\.[0-9_]*)?[eE][-+]?[0-9]+$"),
-    list("-+0123456789"),
-)
+#: How suite files are read (their bounds: :mod:`dpbench.config.yaml_io`).
+SUITE_FILE = ConfigKind(
+    title="suite file", noun="suite", loader=SuiteLoader,
+    expansion_hint="(nested YAML aliases *name copy whole lists); write it out or use fewer "
+                   "aliases")
 
 
 @dataclass(frozen=True)
@@ -565,19 +547,10 @@ def parse_suite(text: str, source: str = "<suite>", base: str | Path | None = No
     ``base`` is the directory relative file names in problem parameters are resolved against
     (:meth:`dpbench.core.problem.Problem.locate`): the suite file's directory for
     :func:`load_suite`, else the working directory."""
-    if len(text) > MAX_SUITE_BYTES:
-        raise SuiteError(source, [f"the suite is {len(text)} characters long; at most "
-                                  f"{MAX_SUITE_BYTES} are allowed"])
     try:
-        raw = yaml.load(text, Loader=_Loader)  # noqa: S506 (a SafeLoader subclass)
-    except yaml.YAMLError as exc:
-        raise SuiteError(source, [f"malformed YAML: {str(exc)[:500]}"]) from None
-    except RecursionError:
-        raise SuiteError(source, ["malformed YAML: nested too deeply"]) from None
-    if not expanded_size_ok(raw):
-        raise SuiteError(source, [f"the suite expands to more than {MAX_SUITE_VALUES} values "
-                                  "(nested YAML aliases *name copy whole lists); write it out "
-                                  "or use fewer aliases"])
+        raw = load_yaml(text, SUITE_FILE)
+    except ConfigTextError as exc:
+        raise SuiteError(source, [str(exc)]) from None
     errs = Errors()
     if not isinstance(raw, dict):
         raise SuiteError(source, ["the suite must be a YAML mapping with name and experiments"])
@@ -643,10 +616,7 @@ def load_suite(path: str | Path) -> Suite:
     """Read and validate a suite file."""
     path = Path(path)
     try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise SuiteError(str(path), [f"cannot read the suite file: {exc.strerror or exc}"]) from None
-    except UnicodeDecodeError as exc:
-        raise SuiteError(str(path), [f"not UTF-8 text: byte {exc.object[exc.start]:#04x} at "
-                                     f"offset {exc.start}; save the suite as UTF-8"]) from None
+        text = read_config(path, SUITE_FILE)
+    except ConfigTextError as exc:
+        raise SuiteError(str(path), [str(exc)]) from None
     return parse_suite(text, str(path), path.resolve().parent)

@@ -3,7 +3,8 @@ specs (:mod:`dpbench.config.audit`) and cluster profiles (:mod:`dpbench.config.c
 
 Each validator walks its input once, adds every problem it finds to one :class:`Errors`
 collector (a path such as ``experiments[2].grid.n[0]`` and a message naming the allowed values),
-and raises a single user-input error listing all of them at the end.
+and raises a single user-input error listing all of them at the end. The files themselves are
+read by :mod:`dpbench.config.yaml_io`.
 """
 
 from __future__ import annotations
@@ -13,8 +14,6 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
-
-import yaml
 
 from ..core import registry
 from ..core.errors import UserInputError, did_you_mean
@@ -28,57 +27,6 @@ RESERVED_NAMES = frozenset({"zarr.json", "dpbench.lock", "con", "prn", "aux", "n
 RESERVED_GROUPS = frozenset({"audit"})
 MAX_NAME_CHARS = 100
 
-#: Bounds on what a configuration file (a suite, a cluster profile; a few KB in practice) may
-#: expand to: its size, the number of YAML aliases, and the number of values once every alias is
-#: expanded ("billion laughs", or an alias that refers to the node it is in).
-MAX_CONFIG_CHARS = 1_000_000
-MAX_YAML_ALIASES = 100
-MAX_YAML_VALUES = 100_000
-
-
-class BoundedLoader(yaml.SafeLoader):
-    """SafeLoader that refuses more than :data:`MAX_YAML_ALIASES` aliases."""
-
-    def __init__(self, stream: Any) -> None:
-        super().__init__(stream)
-        self._aliases = 0
-
-    def compose_node(self, parent: Any, index: Any) -> Any:
-        if self.check_event(yaml.AliasEvent):
-            self._aliases += 1
-            if self._aliases > MAX_YAML_ALIASES:
-                raise yaml.YAMLError(f"more than {MAX_YAML_ALIASES} YAML aliases (*name)")
-        return super().compose_node(parent, index)
-
-    def construct_object(self, node: Any, deep: bool = False) -> Any:
-        """A value whose explicit tag cannot read it (``!!int x``, ``!!timestamp 1``,
-        ``!!bool maybe``) is a YAML error naming the line, not a crash of the constructor."""
-        try:
-            return super().construct_object(node, deep)
-        except (yaml.YAMLError, RecursionError):
-            raise
-        except Exception as exc:  # noqa: BLE001 (SafeLoader's constructors raise anything)
-            raise yaml.constructor.ConstructorError(
-                None, None, f"cannot read {_short(node.value, 60)} as {node.tag} "
-                f"({type(exc).__name__})", node.start_mark) from None
-
-
-def expanded_size_ok(raw: Any, limit: int = MAX_YAML_VALUES) -> bool:
-    """Whether ``raw`` has at most ``limit`` values with every shared (aliased) node counted once
-    per use; stops counting at the limit (so a self-referring node is too large, not a hang)."""
-    count, stack = 0, [raw]
-    while stack:
-        node = stack.pop()
-        count += 1
-        if count > limit:
-            return False
-        if isinstance(node, dict):
-            stack.extend(node.keys())
-            stack.extend(node.values())
-        elif isinstance(node, list):
-            stack.extend(node)
-    return True
-
 
 def check_name(errs: Errors, path: str, name: Any, group: bool = True) -> bool:
     """A suite, experiment or audit name: an identifier (letters, digits, ``_ . -``, starting
@@ -87,7 +35,7 @@ def check_name(errs: Errors, path: str, name: Any, group: bool = True) -> bool:
     :data:`RESERVED_GROUPS`): names become zarr groups and report files."""
     if not (isinstance(name, str) and IDENT.match(name) and len(name) <= MAX_NAME_CHARS):
         errs.add(path, f"required identifier (letters, digits, _ . -; at most {MAX_NAME_CHARS} "
-                       f"characters), got {_short(name)}")
+                       f"characters), got {short(name)}")
         return False
     low = name.lower()
     reserved = RESERVED_NAMES | (RESERVED_GROUPS if group else frozenset())
@@ -99,7 +47,7 @@ def check_name(errs: Errors, path: str, name: Any, group: bool = True) -> bool:
     return True
 
 
-def _short(value: Any, limit: int = 80) -> str:
+def short(value: Any, limit: int = 80) -> str:
     """``repr(value)`` cut to ``limit`` characters (error messages never echo huge values)."""
     text = repr(value)
     return text if len(text) <= limit else f"{text[:limit]}… ({len(text)} characters)"
@@ -188,18 +136,18 @@ def check_axis(errs: Errors, path: str, axis: str, values: Any) -> list[Any] | N
     for i, v in enumerate(values):
         where = f"{path}[{i}]"
         if axis == "n" and not (is_int(v) and 2 <= v <= MAX_N):
-            errs.add(where, f"n must be an integer >= 2, got {_short(v)}; allowed: integers "
+            errs.add(where, f"n must be an integer >= 2, got {short(v)}; allowed: integers "
                             f"from 2 to {MAX_N:,}"); ok = False
         elif axis == "p" and not (is_int(v) and 1 <= v <= MAX_P):
-            errs.add(where, f"p must be an integer >= 1, got {_short(v)}; allowed: integers "
+            errs.add(where, f"p must be an integer >= 1, got {short(v)}; allowed: integers "
                             f"from 1 to {MAX_P:,}"); ok = False
         elif axis == "epsilon" and not (is_real(v) and MIN_EPSILON <= v <= MAX_EPSILON):
-            errs.add(where, f"epsilon must be a finite number > 0, got {_short(v)}; allowed: "
+            errs.add(where, f"epsilon must be a finite number > 0, got {short(v)}; allowed: "
                             f"numbers from {MIN_EPSILON:g} to {MAX_EPSILON:g}"); ok = False
         elif axis == "delta" and not (is_real(v) and 0 <= v < 1):
-            errs.add(where, f"delta must be a number in [0, 1), got {_short(v)}"); ok = False
+            errs.add(where, f"delta must be a number in [0, 1), got {short(v)}"); ok = False
     if has_duplicates(values):
-        errs.add(path, f"duplicate values in {_short(values)} (compared as numbers: 1 and 1.0 "
+        errs.add(path, f"duplicate values in {short(values)} (compared as numbers: 1 and 1.0 "
                        "are the same value)"); ok = False
     if not ok:
         return None
@@ -241,7 +189,7 @@ def labelled(errs: Errors, path: str, entries: Any, kind: str, key: str,
         label = entry.get("label", entry[key])
         if not (isinstance(label, str) and IDENT.match(label)):
             errs.add(f"{where}.label", f"must be an identifier (letters, digits, _ . -), got "
-                                       f"{_short(label)}")
+                                       f"{short(label)}")
             continue
         if label in labels:
             errs.add(f"{where}.label", f"duplicate label {label!r}; labels must be unique")
@@ -250,12 +198,12 @@ def labelled(errs: Errors, path: str, entries: Any, kind: str, key: str,
         params = entry.get("params", {}) or {}
         if not isinstance(params, dict):
             errs.add(f"{where}.params", f"must be a mapping of parameter names to values, got "
-                                        f"{_short(params)}")
+                                        f"{short(params)}")
             continue
         names = [k for k in params if not isinstance(k, str)]
         if names:
             allowed = (", ".join(sorted(cls.params)) or "(none)") if cls is not None else "?"
-            errs.add(f"{where}.params", f"parameter names must be strings, got {_short(names[0])}; "
+            errs.add(f"{where}.params", f"parameter names must be strings, got {short(names[0])}; "
                                         f"allowed: {allowed}")
             continue
         if cls is not None:

@@ -14,9 +14,11 @@ from pathlib import Path
 import pytest
 
 from dpbench.cli.main import main
-from dpbench.config.cluster import ProfileError, load_profile, parse_walltime, render_profile
+from dpbench.config.cluster import ProfileError, parse_walltime
 from dpbench.config.suite import load_suite
 from dpbench.core.errors import UserInputError
+from dpbench.engine.backends.cluster_class import load_profile
+from dpbench.engine.backends.render import render_profile
 from dpbench.engine.runner import run_suite
 from tests.support.cubes import assert_cubes_identical
 from tests.support.failures import default_sigint
@@ -297,9 +299,11 @@ def test_parse_walltime_rejects_garbage() -> None:
 def test_render_without_the_optional_package(tmp_path: Path,
                                              monkeypatch: pytest.MonkeyPatch) -> None:
     """A Kubernetes profile is still validated (structurally) where dask-kubernetes is absent."""
-    import dpbench.config.cluster as cluster_mod
+    import dpbench.engine.backends.cluster_class as cluster_class_mod
+    import dpbench.engine.backends.render as render_mod
 
-    monkeypatch.setattr(cluster_mod, "_import_class", lambda module, cls: None)
+    for mod in (cluster_class_mod, render_mod):
+        monkeypatch.setattr(mod, "import_class", lambda module, cls: None)
     out = render_profile(_filled(tmp_path, "kubernetes"))
     assert "not rendered" in out and "dp-ratebench[kubernetes]" in out
 
@@ -354,7 +358,7 @@ def test_loading_a_jobqueue_class_keeps_ctrl_c_an_interrupt() -> None:
     an interrupted sweep); the profile loader imports it without letting that handler in."""
     pytest.importorskip("dask_jobqueue")
     code = ("import signal, sys; assert 'dask_jobqueue' not in sys.modules\n"
-            "from dpbench.config.cluster import cluster_class, load_profile\n"
+            "from dpbench.engine.backends.cluster_class import cluster_class, load_profile\n"
             f"cluster_class(load_profile({str(ROOT / 'cluster' / 'slurm-local.yaml')!r}), 'p')\n"
             "assert 'dask_jobqueue' in sys.modules\n"
             "assert signal.getsignal(signal.SIGINT) is signal.default_int_handler\n")

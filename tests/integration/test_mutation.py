@@ -39,7 +39,7 @@ from hypothesis import strategies as st
 from hypothesis.control import currently_in_test_context
 
 from dpbench.cli.main import main
-from dpbench.config.cluster import SUBMIT_COMMANDS
+from dpbench.engine.backends.job_checks import SUBMIT_COMMANDS
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -7,6 +7,11 @@ A backend is one module implementing :class:`~dpbench.engine.backends.base.Backe
 * :mod:`.dask` — a dask cluster: a ``LocalCluster`` (the default), a cluster profile, a running
   scheduler or a scheduler file.
 
+The dask backend's cluster support, checked before anything runs: :mod:`.cluster_class` (the
+class a profile names: allow-list, import, the profile checks that need it, ``load_profile``),
+:mod:`.probes` (scheduler addresses and files), :mod:`.job_checks` (the batch system would run the
+worker jobs) and :mod:`.render` (``dpbench profile``: what a profile would start).
+
 :func:`open_backend` picks one from the run's :class:`~dpbench.engine.backends.base.Connection`.
 Every backend computes the same tasks with the same task function, so the cube does not depend
 on the backend or on the number of workers (tests/integration/test_engine.py checks it bit for bit).

@@ -118,13 +118,9 @@ class Connection:
                 raise UserInputError(f"{', '.join(given)} needs --backend dask "
                                      f"(got --backend {self.backend})")
             return
-        from ...config.cluster import (
-            check_cluster_source,
-            check_job_accepted,
-            check_submit_command,
-            cluster_class,
-            load_profile,
-        )
+        from .cluster_class import cluster_class, load_profile
+        from .job_checks import check_job_accepted, check_submit_command
+        from .probes import check_cluster_source
 
         if self.profile is not None:
             prof = load_profile(self.profile)

@@ -19,10 +19,11 @@ from collections.abc import Callable, Generator, Iterable, Iterator
 from pathlib import Path
 from typing import Any, TypeVar
 
-from ...config.cluster import DEFAULT_WORKER_TIMEOUT_S, cluster_class, load_profile
+from ...config.cluster import DEFAULT_WORKER_TIMEOUT_S
 from ...core.errors import NoWorkers, SchedulerLost
 from ..isolation import prepare_child, reset_child
 from .base import END, IDLE, IDLE_EVERY_S, TaskFailed, fork_available, next_task
+from .cluster_class import cluster_class, load_profile
 from .forked import ForkedWorkers
 from .inline import InlineBackend
 from .worker_watch import WorkerWatch

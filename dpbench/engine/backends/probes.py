@@ -1,0 +1,118 @@
+"""Scheduler sources other than a profile, checked before anything is written: a running
+scheduler's address (a TCP connection and a dask comm handshake) and a scheduler file
+(docs/clusters.md).
+
+Precedence of where a dask run computes (first match wins; ``docs/clusters.md``; the dask
+backend, :mod:`dpbench.engine.backends.dask`, opens the connection):
+
+1. ``--scheduler ADDRESS`` -> ``Client(address)``;
+2. ``--scheduler-file FILE`` -> ``Client(scheduler_file=FILE)`` (the JSON a ``dask scheduler
+   --scheduler-file`` writes; needs a file system shared with the scheduler);
+3. ``DASK_SCHEDULER_ADDRESS`` in the environment;
+4. ``--cluster PROFILE.yaml`` -> a cluster manager built from the profile
+   (:mod:`dpbench.config.cluster`, :mod:`dpbench.engine.backends.cluster_class`);
+5. a LocalCluster with one single-threaded worker process per core (or ``--workers N``).
+
+``--workers 0`` (without 1-4) runs inline, without dask (for debugging); ``--backend
+processes`` uses a pool of local processes instead of dask.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+from pathlib import Path
+
+from ...core.errors import UserInputError
+
+
+def check_scheduler_file(path: str | Path) -> str:
+    """The scheduler address in a dask scheduler file (JSON with ``address``); a clear
+    :class:`UserInputError` when the file is missing or malformed."""
+    path = Path(path)
+    try:
+        info = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise UserInputError(f"--scheduler-file {path}: no such file (start the scheduler with "
+                             "dask scheduler --scheduler-file FILE on a shared file system)") \
+            from None
+    except OSError as exc:
+        raise UserInputError(f"--scheduler-file {path}: cannot read: {exc.strerror or exc}") \
+            from None
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise UserInputError(f"--scheduler-file {path}: not a dask scheduler file "
+                             f"(malformed JSON: {exc})") from None
+    if not isinstance(info, dict) or not isinstance(info.get("address"), str):
+        raise UserInputError(f"--scheduler-file {path}: not a dask scheduler file "
+                             "(a JSON object with an 'address' field)")
+    return info["address"]
+
+
+#: Seconds a scheduler address is given to accept a TCP connection before the run is refused.
+SCHEDULER_PROBE_S = 10.0
+
+
+def check_scheduler_address(address: str, source: str,
+                            timeout: float = SCHEDULER_PROBE_S) -> str:
+    """``address`` if it is a dask scheduler address that accepts a connection within
+    ``timeout`` seconds (tcp/tls; other schemes are only parsed); a clear
+    :class:`UserInputError` naming ``source`` otherwise — before anything is written."""
+    from distributed.comm.addressing import parse_address, parse_host_port
+
+    example = "e.g. tcp://HOST:8786"
+    try:
+        scheme, loc = parse_address(address)
+        host, port = parse_host_port(loc) if scheme in ("tcp", "tls") else (loc, None)
+    except (ValueError, TypeError) as exc:
+        raise UserInputError(f"{source} {address!r:.200}: not a dask scheduler address ({exc}); "
+                             f"{example}") from None
+    if scheme in ("tcp", "tls"):
+        try:
+            socket.create_connection((host, int(port)), timeout=timeout).close()
+        except (OSError, ValueError, OverflowError) as exc:
+            reason = getattr(exc, "strerror", None) or str(exc) or type(exc).__name__
+            raise UserInputError(f"{source} {address!r:.200}: cannot reach the scheduler "
+                                 f"({reason}; waited at most {timeout:g} s); is it running and "
+                                 "is the address right?") from None
+        _handshake(address, source, timeout)
+    return address
+
+
+def _handshake(address: str, source: str, timeout: float) -> None:
+    """A dask comm handshake with ``address`` (something that accepts TCP connections but does
+    not speak dask's protocol is refused here, not after the store is created)."""
+    import asyncio
+
+    from distributed.comm import connect
+
+    async def probe() -> None:
+        comm = await connect(address, timeout=timeout)
+        await comm.close()
+
+    try:
+        asyncio.get_running_loop()
+        return  # called from inside an event loop: the TCP check above has to do
+    except RuntimeError:
+        pass
+    try:
+        asyncio.run(asyncio.wait_for(probe(), timeout))
+    except Exception as exc:  # noqa: BLE001 (any failure means: not a usable scheduler)
+        raise UserInputError(f"{source} {address!r:.200}: does not answer as a dask scheduler "
+                             f"({type(exc).__name__}: {str(exc)[:200]}; waited at most "
+                             f"{timeout:g} s)") from None
+
+
+def check_cluster_source(scheduler: str | None, scheduler_file: str | Path | None) -> None:
+    """Reject contradictory options, unusable scheduler files and malformed or unreachable
+    scheduler addresses (``--scheduler``, the file's, ``DASK_SCHEDULER_ADDRESS``) before anything
+    is written."""
+    if scheduler is not None and scheduler_file is not None:
+        raise UserInputError("give --scheduler ADDRESS or --scheduler-file FILE, not both")
+    if scheduler is not None:
+        check_scheduler_address(scheduler, "--scheduler")
+    elif scheduler_file is not None:
+        check_scheduler_address(check_scheduler_file(scheduler_file),
+                                f"--scheduler-file {scheduler_file}: address")
+    elif os.environ.get("DASK_SCHEDULER_ADDRESS"):
+        check_scheduler_address(os.environ["DASK_SCHEDULER_ADDRESS"], "DASK_SCHEDULER_ADDRESS")
