@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ..core.errors import StoreError
-from ..core.schema import DONE, FAILED, NOT_APPLICABLE, PENDING, SCHEMA_VERSION
+from ..core.schema import CUBE_SCHEMA_VERSION, DONE, FAILED, NOT_APPLICABLE, PENDING
 from .paths import AUDIT_GROUP, EXP_KEY, STAGING_SUFFIX, SUMMARY_KEY, root_meta, status_files
 from .theory import refreshed_theory, suite_record
 
@@ -60,7 +60,7 @@ def summarised(path: str | Path) -> tuple[list[list[Any]], dict[str, Any]] | Non
     messages are)."""
     path = Path(path)
     meta = root_meta(path)
-    if meta is None or meta.get("schema") != SCHEMA_VERSION or (path / AUDIT_GROUP).exists():
+    if meta is None or meta.get("schema") != CUBE_SCHEMA_VERSION or (path / AUDIT_GROUP).exists():
         return None
     summary = meta.get(SUMMARY_KEY)
     rows = summary.get("rows") if isinstance(summary, dict) else None
@@ -118,7 +118,7 @@ def finished(path: str | Path, suite: Suite) -> list[list[Any]] | None:
     for exp in suite.experiments:
         attrs = _attributes(path / exp.name) or {}
         info = attrs.get(EXP_KEY) or {}
-        if info.get("schema") != SCHEMA_VERSION or \
+        if info.get("schema") != CUBE_SCHEMA_VERSION or \
                 info.get("fingerprint") != exp.fingerprint(suite.root_seed):
             return None
         expectations, algorithms = refreshed_theory(exp, attrs.get("algorithms") or {},
