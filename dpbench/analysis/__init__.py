@@ -27,12 +27,14 @@ from .rates import (
                       verdict,
 )
 from .settings import ANALYSIS_VERSION, DEFAULT, AnalysisSettings
+from .spent import PrivacySpent, privacy_spent
 
 __all__ = [
     "ANALYSIS_VERSION", "DEFAULT", "EXCLUSION_CODES", "VERDICTS", "VERDICT_TEXT",
     "AnalysisSettings", "CollapseCheck", "Comparison", "Crossover", "EpsilonConvergence",
-    "ExpectationCheck", "OUTCOMES", "RateFit", "check_expectations", "collapse_check",
-    "crossovers", "epsilon_convergence", "fit_curve", "fit_rates", "fits_frame", "holm",
-    "paired_comparisons", "slope_ci", "sweep_axes", "verdict",
+    "ExpectationCheck", "OUTCOMES", "PrivacySpent", "RateFit", "check_expectations",
+    "collapse_check", "crossovers", "epsilon_convergence", "fit_curve", "fit_rates",
+    "fits_frame", "holm", "paired_comparisons", "privacy_spent", "slope_ci", "sweep_axes",
+    "verdict",
 ]
 from . import accessor as _accessor  # noqa: E402,F401  (registers ds.dpbench)

@@ -46,6 +46,7 @@ from ..analysis import (
 )
 from ..analysis.expectations import summary_line
 from ..analysis.settings import ANALYSIS_VERSION, DEFAULT
+from ..analysis.spent import PrivacySpent, privacy_spent
 from ..config.slice import Slice
 from ..core.errors import UserInputError
 from ..core.schema import DONE, FAILED, NOT_APPLICABLE, REPORT_VARIABLES
@@ -189,6 +190,7 @@ class ExperimentSection:
     costs: list[FigureEntry] = field(default_factory=list)
     cost_notes: list[str] = field(default_factory=list)
     leaders: list[ProblemLeaders] = field(default_factory=list)
+    privacy: list[PrivacySpent] = field(default_factory=list)
 
     @property
     def incomplete(self) -> bool:
@@ -476,8 +478,8 @@ def store_expectations(store_path: str | Path, *, n_resamples: int = DEFAULT.n_r
 def experiment_section(store: Store, name: str, *, n_resamples: int = DEFAULT.n_resamples,
                        allow_incomplete: bool = False,
                        selection: Slice | None = None) -> ExperimentSection:
-    """Everything the report shows about one experiment (fits, figures, comparisons, cells; of
-    the ``selection``'s slice)."""
+    """Everything the report shows about one experiment (fits, figures, comparisons, cells, the
+    privacy spent; of the ``selection``'s slice)."""
     ds, fits = experiment_fits(store, name, n_resamples=n_resamples,
                                allow_incomplete=allow_incomplete, selection=selection)
     cards, refs = _cards(ds)
@@ -495,7 +497,7 @@ def experiment_section(store: Store, name: str, *, n_resamples: int = DEFAULT.n_
         collapse=collapse_check(ds, tolerance=DEFAULT.collapse_tolerance,
                                 n_resamples=n_resamples, seed=DEFAULT.seed),
         convergence=epsilon_convergence(ds), cells=_cell_groups(ds),
-        missing=_missing(name, counts, fits),
+        missing=_missing(name, counts, fits), privacy=privacy_spent(ds),
         expectations=expectation_checks(store, name, ds, fits, n_resamples=n_resamples,
                                         allow_incomplete=allow_incomplete, selection=selection))
     panels, sec.figure_notes = _panels(ds, fits)
