@@ -27,6 +27,7 @@ from scipy import stats
 from ..core.schema import DONE
 from .rates import cell_index
 from .settings import DEFAULT
+from .spent import NON_PRIVATE
 
 
 @dataclass
@@ -224,7 +225,7 @@ def epsilon_convergence(ds: xr.Dataset) -> list[EpsilonConvergence]:
     others = [d for d in dims if d not in ("algorithm", "problem", "seed", "epsilon")]
     er, st = ds.excess_risk.values, ds.status.values
     for ai, alg in enumerate(ds.algorithm.values):
-        if ds.attrs.get("algorithms", {}).get(str(alg), {}).get("privacy") == "none":
+        if ds.attrs.get("algorithms", {}).get(str(alg), {}).get("privacy") == NON_PRIVATE:
             continue
         for pi, prob in enumerate(ds.problem.values):
             for combo in itertools.product(*(range(ds.sizes[d]) for d in others)):

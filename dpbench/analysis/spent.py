@@ -23,7 +23,8 @@ import xarray as xr
 from ..core.schema import DONE, NOT_APPLICABLE, PRIVACY_VARIABLES, variable
 from ..privacy.ledger import BUDGET_RTOL
 
-#: The ``privacy`` of a non-private reference mechanism.
+#: The ``privacy`` of a non-private reference mechanism (``Algorithm.privacy``): the report's
+#: summary ranks the private mechanisms only, and nothing here checks a reference's budget.
 NON_PRIVATE = "none"
 
 

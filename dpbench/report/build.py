@@ -46,7 +46,7 @@ from ..analysis import (
 )
 from ..analysis.expectations import summary_line
 from ..analysis.settings import ANALYSIS_VERSION, DEFAULT
-from ..analysis.spent import PrivacySpent, privacy_spent
+from ..analysis.spent import NON_PRIVATE, PrivacySpent, privacy_spent
 from ..config.slice import Slice
 from ..core.errors import UserInputError
 from ..core.schema import DONE, FAILED, NOT_APPLICABLE, REPORT_VARIABLES
@@ -271,7 +271,7 @@ def _seed_points(ds: xr.Dataset, fit: RateFit) -> tuple[np.ndarray, np.ndarray]:
 def _not_drawn_reason(ds: xr.Dataset, fit: RateFit) -> str:
     why = (f"{fit.algorithm} — mean excess ≤ 0 or below the optimisation floor (round-off of "
            "the certified optimum) at every point")
-    if _algorithm_info(ds, fit.algorithm).get("privacy") == "none":
+    if _algorithm_info(ds, fit.algorithm).get("privacy") == NON_PRIVATE:
         why += "; it is the non-private reference"
     return why
 

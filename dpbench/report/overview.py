@@ -19,6 +19,7 @@ import numpy as np
 import xarray as xr
 
 from ..analysis import RateFit, sweep_axes
+from ..analysis.spent import NON_PRIVATE
 from ..core.schema import COST_VARIABLES, DONE, NONDETERMINISTIC_VARS, OPTIONAL_COST_VARIABLES
 from .figures import (
     PALETTE,
@@ -38,8 +39,6 @@ COST_AXES = ("n", "p")
 #: The preferred main axis of an experiment: the overlay's x axis and the "largest n" of the
 #: summary.
 MAIN_AXIS = "n"
-#: The ``privacy`` of a reference mechanism; the summary ranks the private mechanisms only.
-NON_PRIVATE = "none"
 
 
 @dataclass(frozen=True)
