@@ -36,11 +36,11 @@ def _measured(store: Path) -> float:
 
 
 def _estimate(suite, calibrate: list[Path], only: list[str]) -> float:
-    from dpbench.config.selection import Selection, suite_masks
+    from dpbench.config.slice import Slice, suite_masks
     from dpbench.engine.estimate import calibration, estimate
     from dpbench.engine.plan import plan_suite
 
-    selection = Selection.parse(only)
+    selection = Slice.parse(only)
     masks = suite_masks(selection, suite) if selection else None
     scales, used = calibration(calibrate)
     return estimate(suite, plan_suite(suite, masks), scales, used, WORKERS).cpu_seconds
@@ -59,7 +59,7 @@ def _slice(suite, pilot: Path) -> list[str]:
 
 
 def main(names: list[str]) -> None:
-    from dpbench.config.selection import Selection
+    from dpbench.config.slice import Slice
     from dpbench.config.suite import parse_suite
     from dpbench.engine.runner import run_suite
 
@@ -77,7 +77,7 @@ def main(names: list[str]) -> None:
         calibrated = _estimate(suite, [pilot], only)
         target = work / f"{name}.zarr"
         run_suite(suite, target, workers=WORKERS, progress=False,
-                  selection=Selection.parse(only) if only else None)
+                  selection=Slice.parse(only) if only else None)
         measured = _measured(target)
         rows.append((name, only[0] if only else "whole suite", _measured(pilot), raw,
                      calibrated, measured))

@@ -1,11 +1,6 @@
-"""Rate analysis: empirical slopes against rate cards, comparisons, and consistency checks."""
-
-#: The version of the rules that turn a cube into verdicts (exclusions, bands, derived exponents,
-#: the equivalence rule). A report records it (``built_with``), and a committed report built
-#: under another version is stale (tests/unit/test_committed_reports.py). 2: caps excluded only at
-#: the end the rate card predicts and only where the curve's own law reaches them (jumps are
-#: blow-ups); derived expected exponents.
-ANALYSIS_VERSION = 2
+"""Rate analysis: empirical slopes against rate cards, comparisons of mechanisms within a cube,
+consistency checks, and the diff of two stores (:mod:`dpbench.analysis.diff`). Their settings,
+and the version of the rules (``ANALYSIS_VERSION``), are :mod:`dpbench.analysis.settings`."""
 
 from .compare import (
                       CollapseCheck,
@@ -20,7 +15,6 @@ from .compare import (
 )
 from .expectations import OUTCOMES, ExpectationCheck, check_expectations
 from .rates import (
-                      DEFAULT_TOLERANCE,
                       EXCLUSION_CODES,
                       VERDICT_TEXT,
                       VERDICTS,
@@ -32,11 +26,15 @@ from .rates import (
                       sweep_axes,
                       verdict,
 )
+from .settings import ANALYSIS_VERSION, DEFAULT, AnalysisSettings
+from .spent import PrivacySpent, privacy_spent
 
 __all__ = [
-    "ANALYSIS_VERSION", "DEFAULT_TOLERANCE", "EXCLUSION_CODES", "VERDICTS", "VERDICT_TEXT", "CollapseCheck", "Comparison", "Crossover",
-    "EpsilonConvergence", "ExpectationCheck", "OUTCOMES", "RateFit", "check_expectations", "collapse_check", "crossovers", "epsilon_convergence",
-    "fit_curve", "fit_rates", "fits_frame", "holm", "paired_comparisons", "slope_ci",
-    "sweep_axes", "verdict",
+    "ANALYSIS_VERSION", "DEFAULT", "EXCLUSION_CODES", "VERDICTS", "VERDICT_TEXT",
+    "AnalysisSettings", "CollapseCheck", "Comparison", "Crossover", "EpsilonConvergence",
+    "ExpectationCheck", "OUTCOMES", "PrivacySpent", "RateFit", "check_expectations",
+    "collapse_check", "crossovers", "epsilon_convergence", "fit_curve", "fit_rates",
+    "fits_frame", "holm", "paired_comparisons", "privacy_spent", "slope_ci", "sweep_axes",
+    "verdict",
 ]
 from . import accessor as _accessor  # noqa: E402,F401  (registers ds.dpbench)

@@ -26,6 +26,8 @@ from scipy import stats
 
 from ..core.schema import DONE
 from .rates import cell_index
+from .settings import DEFAULT
+from .spent import NON_PRIVATE
 
 
 @dataclass
@@ -101,7 +103,7 @@ def _label(ds: xr.Dataset, idx: dict[str, int]) -> dict[str, Any]:
     return {d: ds[d].values[i].item() for d, i in idx.items()}
 
 
-def paired_comparisons(ds: xr.Dataset, alpha: float = 0.05) -> list[Comparison]:
+def paired_comparisons(ds: xr.Dataset, alpha: float = DEFAULT.alpha) -> list[Comparison]:
     """Wilcoxon signed-rank tests of every algorithm pair at every (problem, grid point)."""
     er = ds.excess_risk.values
     st = ds.status.values
@@ -170,8 +172,9 @@ def crossovers(ds: xr.Dataset) -> list[Crossover]:
     return out
 
 
-def collapse_check(ds: xr.Dataset, tolerance: float = 0.15, n_resamples: int = 1000,
-                   seed: int = 0) -> list[CollapseCheck]:
+def collapse_check(ds: xr.Dataset, tolerance: float = DEFAULT.collapse_tolerance,
+                   n_resamples: int = DEFAULT.collapse_resamples,
+                   seed: int = DEFAULT.seed) -> list[CollapseCheck]:
     """Test whether mean excess depends on n and ε only through nε (needs ≥ 2 values of each)."""
     if ds.sizes.get("n", 0) < 2 or ds.sizes.get("epsilon", 0) < 2:
         return []
@@ -222,7 +225,7 @@ def epsilon_convergence(ds: xr.Dataset) -> list[EpsilonConvergence]:
     others = [d for d in dims if d not in ("algorithm", "problem", "seed", "epsilon")]
     er, st = ds.excess_risk.values, ds.status.values
     for ai, alg in enumerate(ds.algorithm.values):
-        if ds.attrs.get("algorithms", {}).get(str(alg), {}).get("privacy") == "none":
+        if ds.attrs.get("algorithms", {}).get(str(alg), {}).get("privacy") == NON_PRIVATE:
             continue
         for pi, prob in enumerate(ds.problem.values):
             for combo in itertools.product(*(range(ds.sizes[d]) for d in others)):

@@ -37,7 +37,8 @@ from typing import Any
 import numpy as np
 
 from ..config.suite import CARD_TOLERANCE, DERIVED_ORACLE, Expectation
-from .rates import DEFAULT_TOLERANCE, MIN_POINTS, RateFit, _ols_slopes, verdict
+from .rates import RateFit, _ols_slopes, verdict
+from .settings import DEFAULT
 
 OUTCOMES = ("agrees", "disagrees", "inconclusive", "missing")
 _OUTCOME_OF_VERDICT = {"consistent": "agrees", "faster": "disagrees", "slower": "disagrees",
@@ -113,10 +114,11 @@ def card_band(fit: RateFit, expected: float) -> tuple[float, float, str] | None:
     bend = local - fit.card_exponent
     lo, hi = float(bend.min()), float(bend.max())
     xs = np.asarray(fit.x)[used]
-    text = (f"card: 0.1 + ½·spread of the bound's local slope ({fit.card_exponent + lo:+.2f}…"
+    text = (f"card: {DEFAULT.tolerance:g} + ½·spread of the bound's local slope "
+            f"({fit.card_exponent + lo:+.2f}…"
             f"{fit.card_exponent + hi:+.2f} over {fit.axis} ∈ [{xs.min():g}, {xs.max():g}], "
             f"{fit.rate_expression}); centre bent by {(lo + hi) / 2:+.2f}")
-    return expected + (lo + hi) / 2, DEFAULT_TOLERANCE + (hi - lo) / 2, text
+    return expected + (lo + hi) / 2, DEFAULT.tolerance + (hi - lo) / 2, text
 
 
 def level_check(fit: RateFit, tolerance: float) -> tuple[str, str]:
@@ -195,8 +197,8 @@ def _tolerance(fit: RateFit, exp: Expectation, record: Mapping[str, Any] | None 
         return centre, float(exp.tolerance), text
     if exp.tolerance == CARD_TOLERANCE:
         return card_band(fit, exp.slope)
-    if exp.tolerance <= DEFAULT_TOLERANCE:
-        src = "default" if exp.tolerance == DEFAULT_TOLERANCE else "declared (tighter than default)"
+    if exp.tolerance <= DEFAULT.tolerance:
+        src = "default" if exp.tolerance == DEFAULT.tolerance else "declared (tighter than default)"
         return exp.slope, float(exp.tolerance), src
     return exp.slope, float(exp.tolerance), f"declared: {exp.tolerance_reason}"
 
@@ -233,7 +235,7 @@ def check_expectations(fits: Sequence[RateFit], expectations: Iterable[Expectati
                 # No card band: there is no card exponent along the axis, or no kept point to
                 # bend it over. A failure still decides the row (excluded points must not hide
                 # one), and with no kept point the fit's own reason says what would decide it.
-                need = max(MIN_POINTS, math.ceil(len(f.x) / 2))
+                need = max(DEFAULT.min_points, math.ceil(len(f.x) / 2))
                 if failures or (math.isfinite(f.card_exponent) and used < need):
                     v, reason, _ = verdict(f.slope, f.slope_low, f.slope_high, exp.slope,
                                            n_used=used, n_points=len(f.x), failures=failures,

@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ..config.selection import Selection
+from ..config.slice import Slice
 from ..core.errors import UserInputError
 from ..core.schema import FLOAT_VARS, STATUS_NAMES, VARIABLE_NAMES
 from ..store.cube import Store
@@ -178,7 +178,7 @@ def _stack(frames: Sequence[pd.DataFrame]) -> pd.DataFrame:
     return pd.concat(aligned, ignore_index=True)
 
 
-def store_frame(store: Store, selection: Selection | None = None) -> pd.DataFrame:
+def store_frame(store: Store, selection: Slice | None = None) -> pd.DataFrame:
     """Every cell of every experiment of a store (of the ``selection``'s slice), as one tidy
     table (:func:`experiment_frame` per experiment, stacked in the store's experiment order
     over the union of the columns).
@@ -188,7 +188,7 @@ def store_frame(store: Store, selection: Selection | None = None) -> pd.DataFram
     """
     import xarray as xr
 
-    selection = selection or Selection()
+    selection = selection or Slice()
     index = store.selection_index()
     selection.check(index)
     frames: list[pd.DataFrame] = []

@@ -8,7 +8,8 @@ by least squares over the grid points kept, and
   slope refitted on each resample: a stratified bootstrap over seeds, docs/analysis.md);
 * the **predicted slope**: the rate card's local slope d log(bound)/d log(axis), evaluated at every
   grid point and averaged over the points kept (multi-term bounds bend; docs/analysis.md);
-* **exclusions that cannot hide a failure** (docs/analysis.md, "What is excluded"): the capped
+* **exclusions that cannot hide a failure** (docs/analysis.md, "What is excluded"; the thresholds
+  are :data:`dpbench.analysis.settings.DEFAULT`'s): the capped
   regime (mean excess at or above ``cap_fraction`` × the trivial maximum L·D, or at or above
   ``trivial_fraction`` × the excess of the data-independent output, stored as
   ``trivial_excess_risk``, or a rate-card bound at or above L·D; BST14 §6.3) only as one
@@ -44,15 +45,7 @@ import xarray as xr
 from ..core.errors import StoreError, UserInputError
 from ..core.ratecard import RateCard
 from ..core.schema import DONE, FAILED, NOT_APPLICABLE, PENDING
-
-#: Default slope tolerance (absolute, in exponent units): the ±0.1 within which constants may bend
-#: a clean power law's finite-range slope (docs/analysis.md, "Tolerances").
-DEFAULT_TOLERANCE = 0.1
-#: A fit needs at least this many kept points, and at least half of its points.
-MIN_POINTS = 3
-#: Default level tolerance against a closed-form oracle: the ratio empirical / oracle must lie
-#: within [1/(1 + t), 1 + t].
-DEFAULT_LEVEL_TOLERANCE = 0.1
+from .settings import DEFAULT
 
 #: Machine-readable exclusion codes ("" = point used), parallel to ``RateFit.excluded``.
 #: ``nonpositive``, ``blowup`` and ``collapse`` are failures, not exclusions: a fit with any of
@@ -65,12 +58,6 @@ EXCLUSION_CODES = ("", "few_seeds", "capped", "capped_by_theory", "floor", "nonp
 FAILURE_CODES = ("blowup", "collapse", "nonpositive")
 #: Codes that are legitimate exclusions of a point.
 CAP_CODES = ("capped", "capped_by_theory")
-#: A capped point is a *jump* (a blow-up, not the capped regime) when its mean exceeds this
-#: factor times the upper end of the bootstrap interval of the other points' power law extended
-#: to it. The capped regime bends the curve *below* that law (the excess saturates at the trivial
-#: level), so a genuine cap is called a jump only when the interval misses the law on the low
-#: side by more than this factor (probability < 2.5 % at the 95 % level; docs/analysis.md).
-JUMP_FACTOR = 2.0
 
 VERDICTS = ("consistent", "faster", "slower", "inconclusive", "invalid")
 VERDICT_TEXT = {
@@ -114,7 +101,7 @@ class RateFit:
     rate_expression: str = ""
     rate_citation: str = ""
     rate_regime: str = ""
-    level: float = 0.95
+    level: float = DEFAULT.level
     method: str = ""
     missing: list[str] = field(default_factory=list)
     exclusion: list[str] = field(default_factory=list)  # codes: see EXCLUSION_CODES
@@ -193,8 +180,8 @@ def _oracle_samples(oracle: Sequence[Any] | None, samples: Sequence[np.ndarray])
     return out
 
 
-def slope_ci(x: Sequence[float], samples: Sequence[np.ndarray], *, level: float = 0.95,
-             n_resamples: int = 2000, rng: np.random.Generator | int = 0,
+def slope_ci(x: Sequence[float], samples: Sequence[np.ndarray], *, level: float = DEFAULT.level,
+             n_resamples: int = DEFAULT.n_resamples, rng: np.random.Generator | int = DEFAULT.seed,
              ) -> tuple[float, float, float, np.ndarray]:
     """Slope of log(mean) vs log(x) with a percentile-bootstrap CI (seeds resampled within
     points). Returns (slope, low, high, bootstrap means). Resamples whose mean is not positive
@@ -212,7 +199,7 @@ def slope_ci(x: Sequence[float], samples: Sequence[np.ndarray], *, level: float 
 
 
 def verdict(slope: float, slope_low: float, slope_high: float, predicted: float, *,
-            n_used: int, n_points: int, tolerance: float = DEFAULT_TOLERANCE,
+            n_used: int, n_points: int, tolerance: float = DEFAULT.tolerance,
             failures: Sequence[str] = (), seeds: int | None = None,
             blockers: Sequence[str] = ()) -> tuple[str, str, float]:
     """Verdict of a slope against a prediction: an equivalence rule with stated error rates.
@@ -222,7 +209,7 @@ def verdict(slope: float, slope_low: float, slope_high: float, predicted: float,
 
     * *consistent* only when the whole CI lies inside B;
     * *faster* / *slower* when the whole CI lies below / above B;
-    * *inconclusive* otherwise (the CI straddles an edge of B), or when fewer than ``MIN_POINTS``
+    * *inconclusive* otherwise (the CI straddles an edge of B), or when fewer than ``min_points``
       points or fewer than half of the points are kept; the reason says what would decide it;
     * *invalid* when ``failures`` is not empty (a blow-up, a collapse to the floor or a
       non-positive mean inside the informative range: :func:`classify_points`);
@@ -241,7 +228,7 @@ def verdict(slope: float, slope_low: float, slope_high: float, predicted: float,
     resolution = tolerance + half if math.isfinite(half) else math.nan
     if failures:
         return "invalid", "; ".join(failures), resolution
-    need = max(MIN_POINTS, math.ceil(n_points / 2))
+    need = max(DEFAULT.min_points, math.ceil(n_points / 2))
     if n_used < need:
         return "inconclusive", (f"{n_used} of {n_points} points kept; at least {need} needed "
                                 "(at least 3 and half of the grid): extend the grid beyond the "
@@ -313,11 +300,13 @@ def _constants(ds: xr.Dataset, problem: str) -> dict[str, float]:
 
 def fit_curve(experiment: str, algorithm: str, problem: str, axis: str, fixed: dict[str, Any],
               x: Sequence[float], samples: Sequence[np.ndarray], *, gaps: Sequence[float] | None = None,
-              trivial: Sequence[float] | None = None, trivial_fraction: float = 0.5,
+              trivial: Sequence[float] | None = None,
+              trivial_fraction: float = DEFAULT.trivial_fraction,
               card: RateCard | None = None, constants: Mapping[str, float] | None = None,
-              tolerance: float = DEFAULT_TOLERANCE, level: float = 0.95,
-              n_resamples: int = 2000, cap_fraction: float = 0.25, floor_factor: float = 10.0,
-              rng: np.random.Generator | int = 0, missing: list[str] | None = None,
+              tolerance: float = DEFAULT.tolerance, level: float = DEFAULT.level,
+              n_resamples: int = DEFAULT.n_resamples, cap_fraction: float = DEFAULT.cap_fraction,
+              floor_factor: float = DEFAULT.floor_factor,
+              rng: np.random.Generator | int = DEFAULT.seed, missing: list[str] | None = None,
               oracle: Sequence[Any] | None = None) -> RateFit:
     """Fit one curve (the building block of :func:`fit_rates`; usable on any samples).
 
@@ -462,10 +451,10 @@ def _larger_end(means: np.ndarray) -> str:
 def _jumps(codes: list[str], reasons: list[str], xs: np.ndarray, means: np.ndarray,
            boot: np.ndarray, upper: float, axis: str) -> tuple[list[str], list[str]]:
     """Capped points (excluded at the cap end, or kept on an axis without a cap direction) whose
-    mean exceeds :data:`JUMP_FACTOR` × the ``upper`` bootstrap quantile of the power law fitted
-    to the other informative points, extended to them, become blow-ups: the curve jumped to the
-    trivial level where its own law puts it far below (the capped regime bends it below the
-    law, never above)."""
+    mean exceeds ``jump_factor`` (:data:`~dpbench.analysis.settings.DEFAULT`) × the ``upper``
+    bootstrap quantile of the power law fitted to the other informative points, extended to
+    them, become blow-ups: the curve jumped to the trivial level where its own law puts it far
+    below (the capped regime bends it below the law, never above)."""
     base = [i for i, c in enumerate(codes) if c == "" and means[i] > 0]
     capped = [i for i, c in enumerate(codes)
               if c in (*CAP_CODES, "capped_undirected") and means[i] > 0]
@@ -482,7 +471,7 @@ def _jumps(codes: list[str], reasons: list[str], xs: np.ndarray, means: np.ndarr
     codes, reasons = list(codes), list(reasons)
     for i in capped:
         top = float(np.quantile(np.exp(level + slopes * (math.log(xs[i]) - centre)), upper))
-        if means[i] > JUMP_FACTOR * top:
+        if means[i] > DEFAULT.jump_factor * top:
             codes[i] = "blowup"
             reasons[i] = (f"jump to the trivial level at {axis}={xs[i]:g}: mean {means[i]:.3g} "
                           f"is {means[i] / top:.3g}× the upper {upper:.1%} bound {top:.3g} of "
@@ -541,9 +530,11 @@ def classify_points(raw: Sequence[tuple[str, str]], cap_end: str, *, positive_pr
 
 
 def fit_rates(ds: xr.Dataset, *, axes: Iterable[str] | None = None, variable: str = "excess_risk",
-              allow_incomplete: bool = False, tolerance: float = DEFAULT_TOLERANCE,
-              level: float = 0.95, n_resamples: int = 2000, cap_fraction: float = 0.25,
-              floor_factor: float = 10.0, seed: int = 0) -> list[RateFit]:
+              allow_incomplete: bool = False, tolerance: float = DEFAULT.tolerance,
+              level: float = DEFAULT.level, n_resamples: int = DEFAULT.n_resamples,
+              cap_fraction: float = DEFAULT.cap_fraction,
+              floor_factor: float = DEFAULT.floor_factor, seed: int = DEFAULT.seed,
+              ) -> list[RateFit]:
     """Fit every (algorithm, problem) curve along every swept axis of an experiment's cube.
 
     Refuses a cube with pending or failed cells (``UserInputError`` listing how many) unless

@@ -47,7 +47,7 @@ def run(args: argparse.Namespace) -> int:
         store_frame,
         write_table,
     )
-    from ..config.selection import Selection
+    from ..config.slice import Slice
     from ..core.schema import STATUS_NAMES
     from ..store.cube import Store
 
@@ -55,7 +55,7 @@ def run(args: argparse.Namespace) -> int:
     if fmt == "parquet":
         require_parquet()
     store = Store.open(args.store)
-    selection = Selection.parse(args.only)
+    selection = Slice.parse(args.only)
     selection.check(store.selection_index())
     target = Path(args.output) if args.output else default_output(store, fmt)
     check_output(target, args.overwrite)  # before the store is read: a refusal writes nothing

@@ -1,10 +1,11 @@
 """The ``dpbench`` command line: run, audit, validate, list, status, report, check, profile,
-new-plugin, export, compare, plan.
+new-plugin, export, diff (and its deprecated old name, compare), plan.
 
 Exit codes: 0 success; 1 a run finished with failed cells, or ``check`` found an expected rate that
 does not hold, or ``audit`` found a privacy violation of an ``expect: private`` point or missed a
-zoo member (``expect: violation``), or ``compare`` found a regression; 2 bad input (suite, profile, store path, options, a read-only
-or full disk for a new store or a report) — in that case nothing was written; 3 a run lost its dask
+zoo member (``expect: violation``), or ``diff`` found a regression; 2 bad input (suite, profile,
+store path, options, a read-only or full disk for a new store or a report) — in that case nothing
+was written; 3 a run lost its dask
 scheduler or filled its store's disk (what was computed is kept; rerun to resume); 130 and 143
 interrupted by Ctrl-C or SIGTERM (rerun to resume); 141 the reader of the output went away.
 """
@@ -22,7 +23,7 @@ from typing import Any
 from .._version import __version__
 from ..core.errors import UserInputError
 from ..engine.backends.base import BACKENDS
-from . import compare, export
+from . import diff, export
 
 EXIT_OK, EXIT_FAILED_CELLS, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 3
 #: Ctrl-C (SIGINT) and SIGTERM (what a batch system sends at walltime, and ``timeout``): the
@@ -82,17 +83,17 @@ def _add_run_options(r: argparse.ArgumentParser, restart_help: str) -> None:
 
 
 def _add_only(parser: argparse.ArgumentParser) -> None:
-    """``--only``: a slice of the suite or store (:mod:`dpbench.config.selection`)."""
+    """``--only``: a slice of the suite or store (:mod:`dpbench.config.slice`)."""
     parser.add_argument("--only", action="append", default=None, metavar="KEY=VALUE[,VALUE]",
                         help="restrict to a slice: KEY is experiment, algorithm (a label or a "
                              "registered name) or problem; repeat for several keys (all must "
                              "hold); values of one key are alternatives")
 
 
-def _selection(args: argparse.Namespace) -> Any:
-    from ..config.selection import Selection
+def _slice(args: argparse.Namespace) -> Any:
+    from ..config.slice import Slice
 
-    return Selection.parse(getattr(args, "only", None))
+    return Slice.parse(getattr(args, "only", None))
 
 
 def _build_parser() -> argparse.ArgumentParser:
@@ -101,6 +102,8 @@ def _build_parser() -> argparse.ArgumentParser:
     p.add_argument("--version", action="version", version=f"dpbench {__version__}")
     sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
     _add_commands(sub)
+    # The usage lists the commands but not the deprecated alias (which has no help entry).
+    sub.metavar = "{" + ",".join(c for c in sub.choices if c != diff.DEPRECATED_NAME) + "}"
     return p
 
 
@@ -173,7 +176,7 @@ def _add_commands(sub: Any) -> None:
                      help="where to write the package (default: ./NAME with dashes); must not "
                           "exist or be empty")
     export.add_parser(sub)
-    compare.add_parser(sub)
+    diff.add_parser(sub)
 
 
 def _cmd_run(args: argparse.Namespace) -> int:
@@ -183,7 +186,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
 
     suite = load_suite(args.suite)
     check_derived(suite)
-    selection = _selection(args)
+    selection = _slice(args)
     _check_report_dir(args.report)
     if args.restart and not _restart_confirmed(args.store, suite):
         return EXIT_USAGE
@@ -272,14 +275,14 @@ def _cmd_validate(args: argparse.Namespace) -> int:
 def _cmd_plan(args: argparse.Namespace) -> int:
     import os
 
-    from ..config.selection import suite_masks
+    from ..config.slice import suite_masks
     from ..config.suite import load_suite
     from ..engine.estimate import calibration, estimate, profile_lines, summary_lines
     from ..engine.plan import plan_suite
     from ..store.cube import Store, check_store_path
 
     suite = load_suite(args.suite)
-    selection = _selection(args)
+    selection = _slice(args)
     profile = None
     if args.cluster is not None:
         from ..engine.backends.cluster_class import load_profile
@@ -410,7 +413,7 @@ def _cmd_status(args: argparse.Namespace) -> int:
     from .status import print_tables, rows_table
     from ..store.summary import summarised
 
-    selection = _selection(args)
+    selection = _slice(args)
     fast = None if selection else summarised(args.store)
     if fast is not None:  # the run's summary: no zarr needed (docs/architecture.md)
         rows, meta = fast
@@ -482,7 +485,7 @@ def _write_report(store: str, output: str | None, allow_incomplete: bool,
 
 def _cmd_report(args: argparse.Namespace) -> int:
     _write_report(args.store, args.output, args.allow_incomplete, args.overwrite,
-                  selection=_selection(args))
+                  selection=_slice(args))
     return EXIT_OK
 
 
@@ -492,7 +495,7 @@ def _cmd_check(args: argparse.Namespace) -> int:
     from ..report.figures import estimate_text, fixed_text
     from ..store.cube import Store
 
-    selection = _selection(args)
+    selection = _slice(args)
     checks = store_expectations(Store.open(args.store), allow_incomplete=args.allow_incomplete,
                                 selection=selection)
     if not checks:
@@ -566,7 +569,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                "status": _cmd_status, "report": _cmd_report, "check": _cmd_check,
                "profile": _cmd_profile, "new-plugin": _cmd_new_plugin,
                "audit": _cmd_audit, "export": export.run,
-               "compare": compare.run}[args.command]
+               diff.NAME: diff.run, diff.DEPRECATED_NAME: diff.run_deprecated}[args.command]
     previous = None
     if args.command in ("run", "audit"):
         import signal

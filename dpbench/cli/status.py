@@ -13,17 +13,17 @@ from ..core.schema import DONE
 from ..store.summary import STATUS_COLUMNS
 
 if TYPE_CHECKING:
-    from ..config.selection import Selection
+    from ..config.slice import Slice
     from ..store.cube import Store
 
 
-def status_table(store: Store, selection: Selection | None = None) -> Table:
+def status_table(store: Store, selection: Slice | None = None) -> Table:
     """Done / failed / not applicable / pending per experiment (and per algorithm), of the
     ``selection``'s cells."""
     return rows_table(store.status_rows(selection), store.path, selection)
 
 
-def rows_table(rows: list[Any], path: Any, selection: Selection | None = None) -> Table:
+def rows_table(rows: list[Any], path: Any, selection: Slice | None = None) -> Table:
     t = Table(title=f"dpbench store {path}"
               + (f" ({selection.describe()})" if selection else ""))
     for col in STATUS_COLUMNS:

@@ -73,7 +73,10 @@ from .validation import (
 )
 from .yaml_io import ConfigKind, ConfigTextError, SuiteLoader, load_yaml, read_config
 
-SCHEMA_VERSION = 1
+#: The version of an experiment's definition format (not the cube's:
+#: :data:`dpbench.core.schema.CUBE_SCHEMA_VERSION`). Stored under the key ``"schema"`` of the
+#: definition, which the experiment's fingerprint hashes: the key stays as stored stores have it.
+SUITE_SCHEMA_VERSION = 1
 #: Upper bounds of the per-cell limits (a larger value is a typo, and overflows timers).
 MAX_CELL_TIMEOUT_S = 7 * 24 * 3600.0
 MAX_CELL_MEMORY_MB = 1e6
@@ -224,7 +227,7 @@ class Experiment:
     def definition(self, root_seed: int) -> dict[str, Any]:
         """Everything that determines the meaning of the experiment's cells (for fingerprints)."""
         return {
-            "schema": SCHEMA_VERSION,
+            "schema": SUITE_SCHEMA_VERSION,
             "root_seed": root_seed,
             "seeds": self.seeds,
             "problems": [{"label": p.label, "name": p.name, "version": p.cls.version,

@@ -30,7 +30,7 @@ from typing import Any
 import numpy as np
 
 from ..config.records import suite_record
-from ..config.selection import Selection, suite_masks
+from ..config.slice import Slice, suite_masks
 from ..config.suite import Suite
 from ..core.schema import DONE, FAILED, FLOAT_VARS, ChunkResult
 from ..store.lock import StoreLock
@@ -323,7 +323,7 @@ def run_suite(suite: Suite, store: str | os.PathLike[str], *, scheduler: str | N
               backend: str = "dask",
               restart: bool = False, retry_failed: bool = True, window: int | None = None,
               progress: bool = True, on_result: Callable[[TaskResult], None] | None = None,
-              break_lock: bool = False, selection: Selection | None = None) -> RunSummary:
+              break_lock: bool = False, selection: Slice | None = None) -> RunSummary:
     """Run (or resume) ``suite`` into the store at path ``store``.
 
     The suite is validated and planned before the store is touched; what the store records of

@@ -8,6 +8,10 @@ from typing import Any
 
 from .profile import PrivacyProfile
 
+#: The relative round-off by which a spent ε or δ may exceed its budget and still be within it
+#: (:meth:`PrivacyLedger.within`; the report's privacy-spent table applies the same rule).
+BUDGET_RTOL = 1e-9
+
 
 @dataclass(frozen=True)
 class Charge:
@@ -82,7 +86,7 @@ class PrivacyLedger:
             return PrivacyProfile.from_gdp(mu)
         return PrivacyProfile.from_point(self.epsilon, self.delta)
 
-    def within(self, epsilon: float, delta: float, rtol: float = 1e-9) -> bool:
+    def within(self, epsilon: float, delta: float, rtol: float = BUDGET_RTOL) -> bool:
         """True when the spent (ε, δ) fits in the budget (ε, δ)."""
         return self.epsilon <= epsilon * (1 + rtol) and self.delta <= delta * (1 + rtol) + 0.0
 

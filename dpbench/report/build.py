@@ -30,7 +30,6 @@ from jinja2 import (
 
 from .._version import __version__
 from ..analysis import (
-    DEFAULT_TOLERANCE,
     VERDICT_TEXT,
     CollapseCheck,
     Comparison,
@@ -46,12 +45,12 @@ from ..analysis import (
     paired_comparisons,
     sweep_axes,
 )
-from ..analysis import ANALYSIS_VERSION
 from ..analysis.expectations import summary_line
-from ..analysis.rates import MIN_POINTS
-from ..config.selection import Selection
+from ..analysis.settings import ANALYSIS_VERSION, DEFAULT
+from ..analysis.spent import NON_PRIVATE, PrivacySpent, privacy_spent
+from ..config.slice import Slice
 from ..core.errors import UserInputError
-from ..core.schema import DONE, FAILED, NOT_APPLICABLE
+from ..core.schema import DONE, FAILED, NOT_APPLICABLE, REPORT_VARIABLES
 from ..store.cube import ROOT_KEY, Store
 from ..store.summary import Counts
 from ..store.writable import check_writable, write_all_or_nothing
@@ -73,26 +72,12 @@ from .figures import (
     slope_text,
 )
 from .overview import (
-    COST_VARIABLES,
     ProblemLeaders,
     combo_note,
     cost_panels,
     overlay_panels,
     problem_leaders,
 )
-
-#: Analysis settings of the report (passed explicitly, so the Methods section states what ran).
-LEVEL = 0.95
-CAP_FRACTION = 0.25
-FLOOR_FACTOR = 10.0
-ALPHA = 0.05
-COLLAPSE_TOLERANCE = 0.15
-FIT_SEED = 0
-#: The cube variables the report reads (the others are not loaded: a large cube loads faster).
-REPORT_VARIABLES = ("excess_risk", "optimum_gap", "trivial_excess_risk", "oracle_excess_risk",
-                    *COST_VARIABLES, "status", "error")
-#: At most this many combinations of the other axes get a figure each; beyond, only the first.
-MAX_COMBOS = 4
 
 
 # --- view models ------------------------------------------------------------------------------
@@ -206,6 +191,7 @@ class ExperimentSection:
     costs: list[FigureEntry] = field(default_factory=list)
     cost_notes: list[str] = field(default_factory=list)
     leaders: list[ProblemLeaders] = field(default_factory=list)
+    privacy: list[PrivacySpent] = field(default_factory=list)
 
     @property
     def incomplete(self) -> bool:
@@ -286,7 +272,7 @@ def _seed_points(ds: xr.Dataset, fit: RateFit) -> tuple[np.ndarray, np.ndarray]:
 def _not_drawn_reason(ds: xr.Dataset, fit: RateFit) -> str:
     why = (f"{fit.algorithm} — mean excess ≤ 0 or below the optimisation floor (round-off of "
            "the certified optimum) at every point")
-    if _algorithm_info(ds, fit.algorithm).get("privacy") == "none":
+    if _algorithm_info(ds, fit.algorithm).get("privacy") == NON_PRIVATE:
         why += "; it is the non-private reference"
     return why
 
@@ -315,7 +301,7 @@ def _panels(ds: xr.Dataset, fits: Sequence[RateFit]) -> tuple[list[RatePanel], l
     panels, notes = [], []
     for prob, axis, combos, group in _panel_groups(fits, [str(p) for p in ds.problem.values],
                                                    sweep_axes(ds)):
-        note = combo_note(axis, combos) if len(combos) > MAX_COMBOS else ""
+        note = combo_note(axis, combos) if len(combos) > DEFAULT.max_combos else ""
         empty: list[str] = []
         reasons: list[str] = []
         for fixed in (combos[:1] if note else combos):
@@ -404,7 +390,7 @@ def _missing(name: str, counts: Counts, fits: Iterable[RateFit]) -> list[str]:
 
 # --- experiments ------------------------------------------------------------------------------
 
-def _open_slice(store: Store, name: str, selection: Selection | None) -> xr.Dataset:
+def _open_slice(store: Store, name: str, selection: Slice | None) -> xr.Dataset:
     """An experiment's cube, cut to the ``selection``'s algorithms and problems (lazy)."""
     ds = xr.open_zarr(str(store.path), group=name, consolidated=False, chunks=None)
     if selection:
@@ -412,14 +398,14 @@ def _open_slice(store: Store, name: str, selection: Selection | None) -> xr.Data
     return ds
 
 
-def _counts(store: Store, name: str, selection: Selection | None) -> Counts:
+def _counts(store: Store, name: str, selection: Slice | None) -> Counts:
     if not selection:
         return store.counts(name)
     status = store.status(name)
     return Counts.of(status[selection.mask(status.shape, store.selection_index()[name])])
 
 
-def _names(store: Store, selection: Selection | None) -> list[str]:
+def _names(store: Store, selection: Slice | None) -> list[str]:
     """The store's experiments in the ``selection`` (checked: a value matching nothing is bad
     input)."""
     if not selection:
@@ -429,22 +415,28 @@ def _names(store: Store, selection: Selection | None) -> list[str]:
     return selection.experiments(index)
 
 
-def experiment_fits(store: Store, name: str, *, n_resamples: int = 2000,
-                    allow_incomplete: bool = False, selection: Selection | None = None,
+def _fit_options(n_resamples: int) -> dict[str, Any]:
+    """The settings the report's rate fits run with, passed explicitly (the Methods section
+    states them: :func:`_methods`)."""
+    return {"tolerance": DEFAULT.tolerance, "level": DEFAULT.level, "n_resamples": n_resamples,
+            "cap_fraction": DEFAULT.cap_fraction, "floor_factor": DEFAULT.floor_factor,
+            "seed": DEFAULT.seed}
+
+
+def experiment_fits(store: Store, name: str, *, n_resamples: int = DEFAULT.n_resamples,
+                    allow_incomplete: bool = False, selection: Slice | None = None,
                     ) -> tuple[xr.Dataset, list[RateFit]]:
     """An experiment's cube (the variables the report reads; the ``selection``'s slice) and its
     rate fits, with the report's analysis settings (the Methods section states them)."""
     ds = _open_slice(store, name, selection)
     ds = ds[[v for v in REPORT_VARIABLES if v in ds]].load()
-    fits = fit_rates(ds, allow_incomplete=allow_incomplete, tolerance=DEFAULT_TOLERANCE,
-                     level=LEVEL, n_resamples=n_resamples, cap_fraction=CAP_FRACTION,
-                     floor_factor=FLOOR_FACTOR, seed=FIT_SEED)
+    fits = fit_rates(ds, allow_incomplete=allow_incomplete, **_fit_options(n_resamples))
     return ds, fits
 
 
 def expectation_checks(store: Store, name: str, ds: xr.Dataset, fits: Sequence[RateFit], *,
-                       n_resamples: int = 2000, allow_incomplete: bool = False,
-                       selection: Selection | None = None) -> list[ExpectationCheck]:
+                       n_resamples: int = DEFAULT.n_resamples, allow_incomplete: bool = False,
+                       selection: Slice | None = None) -> list[ExpectationCheck]:
     """An experiment's declared expectations checked: those naming another cube variable
     (``variable:``, e.g. ``population_excess_risk`` or ``func_queries``) get fits of that variable
     along their axes, with the report's analysis settings."""
@@ -462,14 +454,13 @@ def expectation_checks(store: Store, name: str, ds: xr.Dataset, fits: Sequence[R
             axes = sorted({str(e["axis"]) for e in declared
                            if str(e.get("variable", "excess_risk")) == var})
             extra += fit_rates(sub, axes=axes, variable=var, allow_incomplete=allow_incomplete,
-                               tolerance=DEFAULT_TOLERANCE, level=LEVEL, n_resamples=n_resamples,
-                               cap_fraction=CAP_FRACTION, floor_factor=FLOOR_FACTOR, seed=FIT_SEED)
+                               **_fit_options(n_resamples))
     return check_expectations([*fits, *extra], declared, name)
 
 
-def store_expectations(store: Store, *, n_resamples: int = 2000,
+def store_expectations(store: Store, *, n_resamples: int = DEFAULT.n_resamples,
                        allow_incomplete: bool = False,
-                       selection: Selection | None = None) -> list[ExpectationCheck]:
+                       selection: Slice | None = None) -> list[ExpectationCheck]:
     """Every experiment's declared expected rates checked against its fits (``dpbench check``);
     with a ``selection``, those about its slice."""
     names = _names(store, selection)
@@ -484,17 +475,17 @@ def store_expectations(store: Store, *, n_resamples: int = 2000,
     return out
 
 
-def experiment_section(store: Store, name: str, *, n_resamples: int = 2000,
+def experiment_section(store: Store, name: str, *, n_resamples: int = DEFAULT.n_resamples,
                        allow_incomplete: bool = False,
-                       selection: Selection | None = None) -> ExperimentSection:
-    """Everything the report shows about one experiment (fits, figures, comparisons, cells; of
-    the ``selection``'s slice)."""
+                       selection: Slice | None = None) -> ExperimentSection:
+    """Everything the report shows about one experiment (fits, figures, comparisons, cells, the
+    privacy spent; of the ``selection``'s slice)."""
     ds, fits = experiment_fits(store, name, n_resamples=n_resamples,
                                allow_incomplete=allow_incomplete, selection=selection)
     cards, refs = _cards(ds)
     carded = {c.label for c in cards}
     counts = _counts(store, name, selection)
-    comparisons = paired_comparisons(ds, alpha=ALPHA)
+    comparisons = paired_comparisons(ds, alpha=DEFAULT.alpha)
     sec = ExperimentSection(
         name=name, description=str(ds.attrs.get("description", "")).strip(),
         shape=_shape_text(ds), normalisation=str(ds.attrs.get("normalisation", "")),
@@ -503,15 +494,15 @@ def experiment_section(store: Store, name: str, *, n_resamples: int = 2000,
         n_comparisons=len(comparisons), pairs=_pair_summaries(comparisons, sweep_axes(ds)),
         significant=[c for c in comparisons if c.better],
         crossovers=crossovers(ds),
-        collapse=collapse_check(ds, tolerance=COLLAPSE_TOLERANCE, n_resamples=n_resamples,
-                                seed=FIT_SEED),
+        collapse=collapse_check(ds, tolerance=DEFAULT.collapse_tolerance,
+                                n_resamples=n_resamples, seed=DEFAULT.seed),
         convergence=epsilon_convergence(ds), cells=_cell_groups(ds),
-        missing=_missing(name, counts, fits),
+        missing=_missing(name, counts, fits), privacy=privacy_spent(ds),
         expectations=expectation_checks(store, name, ds, fits, n_resamples=n_resamples,
                                         allow_incomplete=allow_incomplete, selection=selection))
     panels, sec.figure_notes = _panels(ds, fits)
     sec.figures = [_figure_entry(p) for p in panels]
-    overlays, sec.overlay_notes = overlay_panels(ds, fits, level=LEVEL)
+    overlays, sec.overlay_notes = overlay_panels(ds, fits, level=DEFAULT.level)
     sec.overlays = [_figure_entry(p, f"overlay-{name}-{p.problem}") for p in overlays]
     costs, sec.cost_notes = cost_panels(ds)
     sec.costs = [_figure_entry(p, f"cost-{name}-{p.axis}") for p in costs]
@@ -520,7 +511,7 @@ def experiment_section(store: Store, name: str, *, n_resamples: int = 2000,
 
 
 def _check_complete(store: Store, names: Sequence[str] | None = None,
-                    selection: Selection | None = None) -> None:
+                    selection: Slice | None = None) -> None:
     """UserInputError naming the incomplete experiments (the report needs complete cubes; with
     a ``selection``, complete slices)."""
     bad = []
@@ -553,7 +544,7 @@ def _environments(store: Store) -> list[dict[str, Any]]:
     return out
 
 
-def built_with(store: Store, meta: dict[str, Any], selection: Selection | None = None,
+def built_with(store: Store, meta: dict[str, Any], selection: Slice | None = None,
                ) -> dict[str, Any]:
     """What a report was built with, machine-readable (rendered into both pages, read back by
     :func:`read_built_with`): the analysis version, the suite's source and hash, and the version
@@ -605,7 +596,7 @@ def read_built_with(text: str) -> dict[str, Any] | None:
     return record if isinstance(record, dict) else None
 
 
-def _provenance(store: Store, selection: Selection | None = None) -> dict[str, Any]:
+def _provenance(store: Store, selection: Slice | None = None) -> dict[str, Any]:
     meta = dict(store.root.attrs[ROOT_KEY])
     return {
         "built_with": built_with(store, meta, selection),
@@ -624,10 +615,12 @@ def _provenance(store: Store, selection: Selection | None = None) -> dict[str, A
 
 
 def _methods(n_resamples: int) -> dict[str, Any]:
-    return {"n_resamples": n_resamples, "level": LEVEL, "tolerance": DEFAULT_TOLERANCE,
-            "min_points": MIN_POINTS, "cap_fraction": CAP_FRACTION,
-            "floor_factor": FLOOR_FACTOR, "alpha": ALPHA, "collapse_tolerance": COLLAPSE_TOLERANCE,
-            "max_combos": MAX_COMBOS, "seed": FIT_SEED, "verdicts": VERDICT_TEXT}
+    """The settings the Methods section states (those the report ran with)."""
+    return {"n_resamples": n_resamples, "level": DEFAULT.level, "tolerance": DEFAULT.tolerance,
+            "min_points": DEFAULT.min_points, "cap_fraction": DEFAULT.cap_fraction,
+            "floor_factor": DEFAULT.floor_factor, "alpha": DEFAULT.alpha,
+            "collapse_tolerance": DEFAULT.collapse_tolerance, "max_combos": DEFAULT.max_combos,
+            "seed": DEFAULT.seed, "verdicts": VERDICT_TEXT}
 
 
 # --- rendering --------------------------------------------------------------------------------
@@ -680,7 +673,7 @@ def safe_file_stem(name: Any, fallback: str = "report") -> str:
     return text if ok else fallback
 
 
-def default_output(store: Store, selection: Selection | None = None) -> Path:
+def default_output(store: Store, selection: Slice | None = None) -> Path:
     """``reports/<suite name>.html`` for a store (relative to the working directory); the suite
     name read from the store is used only if it is a safe file stem (:func:`safe_file_stem`),
     else the store directory's name, else ``report``. The report of a slice (``--only``) is
@@ -720,9 +713,9 @@ def check_output(html_path: Path, overwrite: bool = False, option: str = "--outp
     check_writable(html_path, option)
 
 
-def report_context(store: Store, *, n_resamples: int = 2000,
+def report_context(store: Store, *, n_resamples: int = DEFAULT.n_resamples,
                    allow_incomplete: bool = False,
-                   selection: Selection | None = None) -> dict[str, Any]:
+                   selection: Slice | None = None) -> dict[str, Any]:
     """Everything the templates show, computed from the store (see :func:`build_report`): the
     entries shared by the page and its sections, then what each registered section adds. With
     a ``selection``, the report is of that slice and says so under its title."""
@@ -766,7 +759,7 @@ def render_report(context: dict[str, Any], output_html: str | Path, *,
 
 
 def write_pages(texts: Sequence[tuple[Path, str]], option: str = "--output") -> None:
-    """Write the pages ``(path, text)`` of a report or a comparison all or nothing
+    """Write the pages ``(path, text)`` of a report or a diff all or nothing
     (:func:`~dpbench.store.writable.write_all_or_nothing`)."""
     write_all_or_nothing([(path, lambda tmp, text=text: tmp.write_text(
         text, encoding="utf-8", newline="\n")) for path, text in texts], option)
@@ -784,7 +777,7 @@ def page_paths(output_html: str | Path, overwrite: bool, option: str) -> tuple[P
 
 
 def build_report(store: str | os.PathLike[str], output_html: str | Path, *,
-                 n_resamples: int = 2000,
+                 n_resamples: int = DEFAULT.n_resamples,
                  allow_incomplete: bool = False, overwrite: bool = False) -> tuple[Path, Path]:
     """Write the HTML report of the store at path ``store`` and its Markdown summary.
 

@@ -27,6 +27,7 @@ from matplotlib.ticker import FuncFormatter, LogFormatter, NullLocator
 from PIL import Image
 
 from ..analysis import VERDICT_TEXT, RateFit
+from ..analysis.settings import DEFAULT
 from ..core.schema import NONDETERMINISTIC_VARS, VARIABLES
 
 #: PNG resolution; with :data:`FIGSIZE` a figure is 720 × 420 pixels, a cost figure 720 × 340.
@@ -215,7 +216,7 @@ class RatePanel:
 
     def _estimator_sentence(self) -> str:
         seed_txt = _seeds_text([k for c in self.curves for k in c.fit.n_seeds])
-        level = self.curves[0].fit.level if self.curves else 0.95
+        level = self.curves[0].fit.level if self.curves else DEFAULT.level
         hidden = sum(int(np.sum(~(c.seed_y > 0))) for c in self.curves)
         out = (f"Lines: mean over {seed_txt} per point (filled markers: points used in the fit; "
                f"hollow: excluded). Bands: {level:.0%} percentile-bootstrap CI of the mean. "

@@ -1,12 +1,12 @@
 """The data of the report's overview: every mechanism of a problem on one figure, what the
 mechanisms cost, and the per-problem leaders of the summary table.
 
-Computed from an experiment's cube (the variables :data:`dpbench.report.build.REPORT_VARIABLES`
-loads) and its rate fits, so that nothing is fitted twice. The comparison is made where the rate
-figures look: along the main axis (n when it is swept), the other axes at their first
-combination in cube order. Missing data — pending or failed cells, not-applicable mechanisms, an
-axis with a single value, costs that are zero or not recorded — never raise: what cannot be
-drawn is left out with a short note saying why.
+Computed from an experiment's cube (the variables the report loads,
+:data:`dpbench.core.schema.REPORT_VARIABLES`) and its rate fits, so that nothing is fitted twice.
+The comparison is made where the rate figures look: along the main axis (n when it is swept), the
+other axes at their first combination in cube order. Missing data — pending or failed cells,
+not-applicable mechanisms, an axis with a single value, costs that are zero or not recorded —
+never raise: what cannot be drawn is left out with a short note saying why.
 """
 
 from __future__ import annotations
@@ -19,7 +19,8 @@ import numpy as np
 import xarray as xr
 
 from ..analysis import RateFit, sweep_axes
-from ..core.schema import DONE, NONDETERMINISTIC_VARS
+from ..analysis.spent import NON_PRIVATE
+from ..core.schema import COST_VARIABLES, DONE, NONDETERMINISTIC_VARS, OPTIONAL_COST_VARIABLES
 from .figures import (
     PALETTE,
     SKEW_RATIO,
@@ -33,19 +34,11 @@ from .figures import (
     num,
 )
 
-#: The cube variables of the cost figures, in panel order.
-COST_VARIABLES = ("wall_time_s", "grad_queries", "func_queries")
-#: Cost variables that get a panel only when some mechanism records a positive value; the others
-#: get a note instead when none does (a gradient-free mechanism is worth saying, loss evaluations
-#: are routinely not counted).
-OPTIONAL_COST_VARIABLES = ("func_queries",)
 #: The axes cost figures are drawn against (each only when it has at least two values).
 COST_AXES = ("n", "p")
 #: The preferred main axis of an experiment: the overlay's x axis and the "largest n" of the
 #: summary.
 MAIN_AXIS = "n"
-#: The ``privacy`` of a reference mechanism; the summary ranks the private mechanisms only.
-NON_PRIVATE = "none"
 
 
 @dataclass(frozen=True)

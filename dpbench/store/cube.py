@@ -43,11 +43,11 @@ from zarr.core.sync import sync as _zarr_sync
 from .._version import __version__
 from ..core.errors import StoreError
 from ..core.schema import (
+    CUBE_SCHEMA_VERSION,
     FAILED,
     FLOAT_VARS,
     NOT_APPLICABLE,
     PENDING,
-    SCHEMA_VERSION,
     VARIABLE_NAMES,
     ChunkResult,
     NotApplicableChunk,
@@ -237,7 +237,7 @@ class Store:
         with _new_store_guard(path, keep_dir):
             path.mkdir(parents=True, exist_ok=True)
             root = zarr.open_group(str(path), mode="w", zarr_format=3)
-            root.attrs[ROOT_KEY] = {"schema": SCHEMA_VERSION, "created_utc": _now(),
+            root.attrs[ROOT_KEY] = {"schema": CUBE_SCHEMA_VERSION, "created_utc": _now(),
                                     "dpbench_version": __version__}
             store = cls(path, root)
             store.created, store._keep_dir = True, keep_dir
@@ -309,7 +309,7 @@ class Store:
             if missing:
                 raise StoreError(
                     f"experiment {name!r} of store {str(self.path)!r} lacks the cube variable(s) "
-                    f"{', '.join(missing)} of schema version {SCHEMA_VERSION}: it is damaged or "
+                    f"{', '.join(missing)} of schema version {CUBE_SCHEMA_VERSION}: it is damaged or "
                     "was edited. Re-run its suite into a new --store (or with --restart)")
 
     def _check_matches(self, suite: SuiteRecord, whole_suite: bool) -> dict[str, growth.Diff]:
@@ -376,7 +376,7 @@ class Store:
         """The last write of an experiment's layout: readers and resumes trust it from here."""
         g.attrs[EXP_KEY] = {"fingerprint": exp.fingerprint,
                             "definition": exp.definition, "initialised": True,
-                            "schema": SCHEMA_VERSION}
+                            "schema": CUBE_SCHEMA_VERSION}
 
     # --- reading ------------------------------------------------------------------------------
     def experiments(self) -> list[str]:
@@ -384,7 +384,7 @@ class Store:
 
     def selection_index(self) -> dict[str, dict[str, tuple[list[str], list[str]]]]:
         """Per experiment, its algorithm and problem labels with the registered names behind
-        them (what a :class:`~dpbench.config.selection.Selection` matches); read once per open
+        them (what a :class:`~dpbench.config.slice.Slice` matches); read once per open
         store (:meth:`prepare` resets it)."""
         if self._index is None:
             self._index = self._read_selection_index()

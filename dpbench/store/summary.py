@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from ..core.errors import StoreError
-from ..core.schema import DONE, FAILED, NOT_APPLICABLE, PENDING, SCHEMA_VERSION
+from ..core.schema import CUBE_SCHEMA_VERSION, DONE, FAILED, NOT_APPLICABLE, PENDING
 from .paths import AUDIT_GROUP, EXP_KEY, STAGING_SUFFIX, SUMMARY_KEY, root_meta, status_files
 from .record import SuiteRecord
 
@@ -57,7 +57,7 @@ def summarised(path: str | Path) -> tuple[list[list[Any]], dict[str, Any]] | Non
     messages are)."""
     path = Path(path)
     meta = root_meta(path)
-    if meta is None or meta.get("schema") != SCHEMA_VERSION or (path / AUDIT_GROUP).exists():
+    if meta is None or meta.get("schema") != CUBE_SCHEMA_VERSION or (path / AUDIT_GROUP).exists():
         return None
     summary = meta.get(SUMMARY_KEY)
     rows = summary.get("rows") if isinstance(summary, dict) else None
@@ -116,7 +116,7 @@ def finished(path: Path, suite: SuiteRecord) -> list[list[Any]] | None:
     for exp in suite.experiments:
         attrs = _attributes(path / exp.name) or {}
         info = attrs.get(EXP_KEY) or {}
-        if info.get("schema") != SCHEMA_VERSION or info.get("fingerprint") != exp.fingerprint:
+        if info.get("schema") != CUBE_SCHEMA_VERSION or info.get("fingerprint") != exp.fingerprint:
             return None
         algorithms = exp.refreshed_algorithms(attrs.get("algorithms") or {})
         if _json(exp.expectations) != attrs.get("expectations") or \

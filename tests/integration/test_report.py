@@ -29,7 +29,7 @@ from dpbench.store.cube import Store
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 SECTIONS = ("provenance", "summary", "rate-cards", "figures", "overlay", "cost", "comparisons",
-            "cells", "methods")
+            "cells", "privacy-spent", "methods")
 
 # Cheap cells only: NoisySGD with the paper's closed-form σ (the RDP accountant's calibration
 # costs seconds), output perturbation, and the non-private reference. hinge_svm is merely convex,
@@ -215,7 +215,9 @@ def test_markdown_summary(report: tuple[Path, Path]) -> None:
     assert md.startswith("# dpbench report: reportsuite")
     header = "| algorithm | problem | axis | fixed | theory exponent | predicted slope |"
     assert header in md
-    rows = [line for line in md.splitlines() if line.startswith("| outpert | lb_quad |")]
+    cards = md[md.index("\n## Rate cards\n"):]
+    cards = cards[:cards.index("\n## ", 1)]
+    rows = [line for line in cards.splitlines() if line.startswith("| outpert | lb_quad |")]
     assert len(rows) == 5 + 3        # n at five ε, ε at three n
     assert all(line.count(" | ") == header.count(" | ") + 6 for line in rows)
     assert "not applicable | 150 | outpert | hinge_svm |" in md
@@ -271,7 +273,7 @@ def test_a_section_is_added_by_registering_it(store: Path, tmp_path: Path,
     dummy = html.index('</section>\n\n<section id="dummy">\n<h2>Dummy of 2 experiments</h2>\n'
                        '</section>\n\n<section id="cells">')
     assert html.index('<section id="comparisons">') < dummy
-    dummy = md.index("\n\n## Dummy of 2 experiments\n\n## Failed and not-applicable cells\n")
+    dummy = md.index("\n\n## Dummy of 2 experiments\n\n## Privacy spent\n")
     assert md.index("\n## Comparisons\n") < dummy
 
 
@@ -286,6 +288,44 @@ def test_optional_tables_render(store: Path, tmp_path: Path) -> None:
     text = html.read_text(encoding="utf-8")
     assert "n ≈ 20" in text and "<strong>nonprivate</strong>" in text
     assert "crossover on lb_lin along n" in md.read_text(encoding="utf-8")
+
+
+def test_privacy_spent_table_reflects_the_ledgers(store: Path, tmp_path: Path) -> None:
+    """Per (algorithm, problem): the grid's nominal ε and δ and the range the ledgers spent over
+    the done cells; a done cell planted above its nominal ε is flagged (a run never lets that
+    happen), a non-private reference's infinite ε is not."""
+    copy = tmp_path / "planted.zarr"
+    shutil.copytree(store, copy)
+    group = zarr.open_group(str(copy), mode="r+")["approx"]
+    eps = group["epsilon_spent"][...]
+    eps[1, 1] = 0.25                   # sgd on lb_quad spent 0.25 in every cell ...
+    eps[1, 1, 2, 0, 0, 0, 3] = 1.5     # ... but one: n=32, seed 3, above its nominal ε = 1
+    group["epsilon_spent"][...] = eps
+    html_path, md_path = build_report(copy, tmp_path / "r.html", n_resamples=200)
+    md = md_path.read_text(encoding="utf-8")
+    spent = md[md.index("\n## Privacy spent\n"):md.index("\n## Failed and not-applicable")]
+    approx = spent[spent.index("### approx"):spent.index("### pure")]
+    assert ("| algorithm | problem | ε nominal | ε spent | δ nominal | δ spent | done cells | "
+            "above nominal |") in approx
+    assert "| sgd | lb_quad | 1 | 0.25–1.5 | 1e-05 | 1e-05 | 16 | **1 cell(s)** |" in approx
+    assert ("**1 done cell(s) spent more than their nominal budget: this must never happen"
+            in approx)
+    assert "| nonprivate | lb_lin | 1 | ∞ (non-private) | 1e-05 | 0 | 16 | — (not private) |" \
+        in approx
+    sgd = next(line for line in approx.splitlines() if line.startswith("| sgd | lb_lin |"))
+    assert sgd.endswith(" | 16 | none |") and " | 1.5 | " not in sgd
+    pure = spent[spent.index("### pure"):]
+    # ε is swept: the spent range is given with its ratio to nominal; no row for the cells that
+    # are all not applicable (output perturbation on the hinge SVM)
+    assert "| outpert | lb_quad | 0.5, 1, 2, 4, 8 | 0.5–8 (×1 of nominal) |" in pure
+    assert "| outpert | hinge_svm |" not in pure
+    html = html_path.read_text(encoding="utf-8")
+    assert '<a href="#privacy-spent">Privacy spent</a>' in html
+    assert '<span class="no">1 cell(s)</span>' in html
+    assert "this must never happen" in html
+    # the unplanted store: nothing flagged
+    clean = build_report(store, tmp_path / "clean.html", n_resamples=200)[1].read_text("utf-8")
+    assert "\n## Privacy spent\n" in clean and "this must never happen" not in clean
 
 
 def test_report_of_a_non_store_exits_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

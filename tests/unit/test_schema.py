@@ -75,7 +75,7 @@ def test_store_arrays_are_the_schema(built: tuple[Path, Path]) -> None:
     group = zarr.open_group(str(store), mode="r")["pure"]
     dims = {"algorithm", "problem", "n", "p", "epsilon", "delta", "seed"}
     assert set(group.array_keys()) - dims == set(schema.VARIABLE_NAMES)
-    assert group.attrs[EXP_KEY]["schema"] == schema.SCHEMA_VERSION
+    assert group.attrs[EXP_KEY]["schema"] == schema.CUBE_SCHEMA_VERSION
 
 
 def _statuses(store: Path) -> dict[str, bytes]:
@@ -116,3 +116,37 @@ def test_store_missing_a_variable_is_refused(built: tuple[Path, Path]) -> None:
     del root["pure"]["grad_queries"]
     with pytest.raises(StoreError, match="lacks the cube variable\\(s\\) grad_queries"):
         Store.open(store)
+
+
+def test_roles_give_each_reader_its_variables_in_cube_order() -> None:
+    """The readers' lists are derived from the roles the variables declare, in cube order (the
+    report's lists before the roles existed, plus the privacy variables it now reads)."""
+    assert schema.REPORT_VARIABLES == (
+        "excess_risk", "optimum_gap", "trivial_excess_risk", "oracle_excess_risk", "wall_time_s",
+        "grad_queries", "func_queries", "epsilon_spent", "delta_spent", "status", "error")
+    assert schema.DIFF_VARIABLES == ("excess_risk", "optimum_gap", "trivial_excess_risk",
+                                     "oracle_excess_risk", "status")
+    assert schema.COST_VARIABLES == ("wall_time_s", "grad_queries", "func_queries")
+    assert schema.OPTIONAL_COST_VARIABLES == ("func_queries",)
+    assert schema.PRIVACY_VARIABLES == ("epsilon_spent", "delta_spent")
+    assert [schema.variable(v).nominal_axis for v in schema.PRIVACY_VARIABLES] == [
+        "epsilon", "delta"]
+    for role in schema.ROLES:
+        names = schema.with_role(role)
+        assert list(names) == [v for v in schema.VARIABLE_NAMES if v in names]
+    # every cost variable is loaded by the report, every optional one is a cost variable
+    assert set(schema.COST_VARIABLES) <= set(schema.REPORT_VARIABLES)
+    assert set(schema.OPTIONAL_COST_VARIABLES) <= set(schema.COST_VARIABLES)
+
+
+def test_a_role_must_be_known_and_a_privacy_variable_names_its_axis() -> None:
+    with pytest.raises(ValueError, match="unknown role"):
+        schema.Variable("x", "f8", "x", roles=frozenset({"reporting"}))
+    with pytest.raises(ValueError, match="nominal_axis"):
+        schema.Variable("x", "f8", "x", roles=frozenset({schema.PRIVACY}))
+    with pytest.raises(ValueError, match="nominal_axis"):
+        schema.Variable("x", "f8", "x", nominal_axis="epsilon")
+    with pytest.raises(ValueError, match="unknown variable role"):
+        schema.with_role("reporting")
+    with pytest.raises(KeyError):
+        schema.variable("nope")

@@ -17,6 +17,7 @@ from . import (
     methods,
     overlay,
     privacy_audit,
+    privacy_spent,
     rate_cards,
     summary,
 )
@@ -31,6 +32,7 @@ SECTIONS: tuple[Section, ...] = (
     cost.SECTION,
     comparisons.SECTION,
     cells.SECTION,
+    privacy_spent.SECTION,
     privacy_audit.SECTION,
     methods.SECTION,
 )

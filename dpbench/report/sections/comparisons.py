@@ -49,7 +49,7 @@ HTML = """\
 {% if e.collapse %}
 <h4>Collapse check (does the excess depend on n and ε only through nε?)</h4>
 <div class="scroll"><table>
-  <tr><th>algorithm</th><th>problem</th><th>fixed</th><th>slope in n (b)</th><th>slope in ε (c)</th><th>b − c [95% CI]</th><th>collapses (CI ± {{ methods.collapse_tolerance }} contains 0)</th></tr>
+  <tr><th>algorithm</th><th>problem</th><th>fixed</th><th>slope in n (b)</th><th>slope in ε (c)</th><th>b − c [{{ "%.0f" | format(methods.level * 100) }}% CI]</th><th>collapses (CI ± {{ methods.collapse_tolerance }} contains 0)</th></tr>
   {% for c in e.collapse %}
   <tr><td>{{ c.algorithm }}</td><td>{{ c.problem }}</td><td>{{ c.fixed | fixed }}</td><td class="num">{{ c.slope_n | slope }}</td><td class="num">{{ c.slope_epsilon | slope }}</td><td class="num">{{ c.difference | estimate(c.difference_low, c.difference_high) }}</td><td>{% if c.collapses %}<span class="yes">yes</span>{% else %}<span class="no">no</span>{% endif %}</td></tr>
   {% endfor %}

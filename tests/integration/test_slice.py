@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from dpbench.cli.main import main
-from dpbench.config.selection import Selection, SelectionError
+from dpbench.config.slice import Slice, SliceError
 from dpbench.config.suite import parse_suite
 from dpbench.core.schema import DONE, PENDING
 from dpbench.engine.runner import run_suite
@@ -16,12 +16,12 @@ from tests.support.cubes import TINY_SUITE, assert_datasets_identical, open_cube
 
 
 def test_parse_unions_within_a_key_and_refuses_bad_items() -> None:
-    s = Selection.parse(["algorithm=a,b", "algorithm=c", "experiment=e"])
+    s = Slice.parse(["algorithm=a,b", "algorithm=c", "experiment=e"])
     assert s.algorithm == {"a", "b", "c"} and s.experiment == {"e"} and s.problem is None
-    assert not Selection.parse(None) and Selection.parse(None).describe() == "everything"
+    assert not Slice.parse(None) and Slice.parse(None).describe() == "everything"
     for bad in ("algorithm", "seed=1", "problem=", "algorithm=a,,b"):
-        with pytest.raises(SelectionError, match="--only"):
-            Selection.parse([bad])
+        with pytest.raises(SliceError, match="--only"):
+            Slice.parse([bad])
 
 
 def test_a_run_of_a_slice_computes_only_that_slice_and_resumes_to_the_whole(
@@ -29,7 +29,7 @@ def test_a_run_of_a_slice_computes_only_that_slice_and_resumes_to_the_whole(
     suite = parse_suite(TINY_SUITE)
     store = tmp_path / "s.zarr"
     part = run_suite(suite, store, workers=0, progress=False,
-                     selection=Selection.parse(["algorithm=noisy_sgd", "problem=lb_quad"]))
+                     selection=Slice.parse(["algorithm=noisy_sgd", "problem=lb_quad"]))
     assert set(part.counts) == {"approx"} and part.complete
     st = open_cube(store, "approx")["status"]
     chosen = st.sel(algorithm=["sgd", "sgd_sc"], problem="lb_quad")
@@ -77,12 +77,12 @@ def test_status_of_a_slice(tmp_path: Path, capsys: pytest.CaptureFixture) -> Non
 
 def test_masks_follow_labels_and_names() -> None:
     suite = parse_suite(TINY_SUITE)
-    from dpbench.config.selection import suite_masks
+    from dpbench.config.slice import suite_masks
 
-    masks = suite_masks(Selection.parse(["algorithm=sgd_sc,nonprivate"]), suite)
+    masks = suite_masks(Slice.parse(["algorithm=sgd_sc,nonprivate"]), suite)
     assert masks["approx"][[0, 2]].all() and not masks["approx"][1].any()
     assert not masks["pure"].any()
-    masks = suite_masks(Selection.parse(["algorithm=output_perturbation"]), suite)
+    masks = suite_masks(Slice.parse(["algorithm=output_perturbation"]), suite)
     assert masks["pure"].all() and not np.any(masks["approx"])
 
 

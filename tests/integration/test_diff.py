@@ -1,4 +1,4 @@
-"""``dpbench compare A B`` end to end on small stores run inline (``--workers 0``).
+"""``dpbench diff A B`` end to end on small stores run inline (``--workers 0``).
 
 None of these tests can be flaky: the suites fix their root seed and seeds, every cell is
 deterministic (its data and mechanism streams depend only on its identity), so two runs of a
@@ -20,7 +20,7 @@ import zarr
 from dpbench.algorithms.output_perturbation import OutputPerturbation
 from dpbench.cli.main import main
 from dpbench.core import registry
-from dpbench.report.compare import compare_stores
+from dpbench.report.diff import diff_stores
 
 SUITE = """
 name: versions
@@ -70,7 +70,7 @@ def _run(tmp: Path, name: str, suite: str = SUITE) -> Path:
 def stores(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     """A; the same suite run again; A with outpert's excess × 1.2 written into a copy; and the
     suite run with :class:`NoisierOutputPerturbation` installed as ``output_perturbation``."""
-    tmp = tmp_path_factory.mktemp("compare")
+    tmp = tmp_path_factory.mktemp("diff")
     out = {"a": _run(tmp, "a"), "same": _run(tmp, "same")}
     planted = tmp / "planted.zarr"
     shutil.copytree(out["a"], planted)
@@ -89,16 +89,16 @@ def stores(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
 
 
 def _flagged(a: Path, b: Path) -> dict[tuple[str, str, str], str]:
-    result, _ = compare_stores(a, b, alpha=0.05, min_change=0.05)
+    result, _ = diff_stores(a, b, alpha=0.05, min_change=0.05)
     return {f.key: f.verdict for f in result.flagged}
 
 
 def test_two_runs_of_a_suite_change_nothing(stores: dict[str, Path],
                                             capsys: pytest.CaptureFixture[str]) -> None:
     """(a) Nothing flagged, exit 0, every change exactly 0, every tested p-value 1."""
-    assert main(["compare", str(stores["a"]), str(stores["same"])]) == 0
+    assert main(["diff", str(stores["a"]), str(stores["same"])]) == 0
     assert "0 regression(s), 0 improvement(s)" in capsys.readouterr().out
-    result, _ = compare_stores(stores["a"], stores["same"], alpha=0.05, min_change=0.05)
+    result, _ = diff_stores(stores["a"], stores["same"], alpha=0.05, min_change=0.05)
     assert not result.flagged and result.paired_cells == 90
     assert all(p.change == 0.0 and p.relative == 0.0 for p in result.points)
     assert all(f.relative_change == 0.0 for f in result.families)
@@ -111,10 +111,10 @@ def test_two_runs_of_a_suite_change_nothing(stores: dict[str, Path],
 def test_a_planted_twenty_percent_is_a_regression(stores: dict[str, Path],
                                                   capsys: pytest.CaptureFixture[str]) -> None:
     """(b) outpert × 1.2 in B: flagged on each problem as a regression, nothing else; exit 1."""
-    assert main(["compare", str(stores["a"]), str(stores["planted"])]) == 1
+    assert main(["diff", str(stores["a"]), str(stores["planted"])]) == 1
     assert "2 regression(s), 0 improvement(s)" in capsys.readouterr().out
     assert _flagged(stores["a"], stores["planted"]) == dict.fromkeys(OUTPERT, "regression")
-    result, _ = compare_stores(stores["a"], stores["planted"], alpha=0.05, min_change=0.05)
+    result, _ = diff_stores(stores["a"], stores["planted"], alpha=0.05, min_change=0.05)
     assert all(f.relative_change == pytest.approx(0.2) for f in result.regressions)
 
 
@@ -122,11 +122,11 @@ def test_a_noisier_mechanism_run_for_real_is_a_regression(
         stores: dict[str, Path], capsys: pytest.CaptureFixture[str]) -> None:
     """(b) The change comes from running code with 1.2× the noise scale (excess grows ~1.2² on
     these smooth losses): flagged on each problem, nothing else, and its new version is named."""
-    assert main(["compare", str(stores["a"]), str(stores["noisier"])]) == 1
+    assert main(["diff", str(stores["a"]), str(stores["noisier"])]) == 1
     out = capsys.readouterr().out
     assert "definition changed [pure] outpert: version 1 → 1-noisier" in out
     assert _flagged(stores["a"], stores["noisier"]) == dict.fromkeys(OUTPERT, "regression")
-    result, _ = compare_stores(stores["a"], stores["noisier"], alpha=0.05, min_change=0.05)
+    result, _ = diff_stores(stores["a"], stores["noisier"], alpha=0.05, min_change=0.05)
     for f in result.regressions:
         assert f.definition_changes == ["version 1 → 1-noisier"]
         assert 0.2 < f.relative_change < 0.5
@@ -137,7 +137,7 @@ def test_a_noisier_mechanism_run_for_real_is_a_regression(
 def test_swapping_the_stores_turns_the_regression_into_an_improvement(
         stores: dict[str, Path]) -> None:
     """(d) B ↔ A: the same families, now improvements (−1/6 = 1/1.2 − 1); exit 0."""
-    assert main(["compare", str(stores["planted"]), str(stores["a"])]) == 0
+    assert main(["diff", str(stores["planted"]), str(stores["a"])]) == 0
     assert _flagged(stores["planted"], stores["a"]) == dict.fromkeys(OUTPERT, "improvement")
 
 
@@ -145,7 +145,7 @@ def test_the_report_names_the_flagged_families(stores: dict[str, Path], tmp_path
     """(e) --output writes the HTML page and the Markdown next to it; both name the flagged
     families; a second run replaces them, a file dpbench did not write is refused (exit 2)."""
     html = tmp_path / "out" / "cmp.html"
-    args = ["compare", str(stores["a"]), str(stores["planted"]), "--output", str(html)]
+    args = ["diff", str(stores["a"]), str(stores["planted"]), "--output", str(html)]
     assert main(args) == 1
     md = html.with_suffix(".md")
     page, summary = html.read_text(), md.read_text()
@@ -174,7 +174,7 @@ def test_unpairable_stores_exit_2_and_write_nothing(stores: dict[str, Path], tmp
     html = tmp_path / "out" / "cmp.html"
     for other, why in ((reseeded, "root seed 3 (A) vs 4 (B)"),
                        (ridge, "problem 'logistic': ridge: 0.5 → 0.25")):
-        assert main(["compare", str(stores["a"]), str(other), "--output", str(html)]) == 2
+        assert main(["diff", str(stores["a"]), str(other), "--output", str(html)]) == 2
         err = capsys.readouterr().err
         assert "cannot be paired" in err and why in err
         assert not html.parent.exists()
@@ -190,13 +190,13 @@ def test_what_only_one_store_has_is_listed(stores: dict[str, Path], tmp_path: Pa
     grown += SUITE.split("experiments:\n")[1].replace("name: pure", "name: extra")
     other = _run(tmp_path, "grown", grown)
     capsys.readouterr()
-    assert main(["compare", str(stores["a"]), str(other)]) == 0
+    assert main(["diff", str(stores["a"]), str(other)]) == 0
     out = capsys.readouterr().out
     for line in ("not compared: experiments only in B: extra",
                  "not compared: pure: n only in B: 128",
                  "not compared: pure: algorithm only in B: outpert_gap"):
         assert line in out
-    result, _ = compare_stores(stores["a"], other, alpha=0.05, min_change=0.05)
+    result, _ = diff_stores(stores["a"], other, alpha=0.05, min_change=0.05)
     assert result.paired_cells == 90 and all(p.change == 0.0 for p in result.points)
 
 
@@ -215,7 +215,7 @@ def test_bad_input_exits_2(stores: dict[str, Path], tmp_path: Path, case: str) -
         "markdown output": [a, b, "--output", str(tmp_path / "cmp.md")],
     }
     try:
-        code = main(["compare", *args[case]])
+        code = main(["diff", *args[case]])
     except SystemExit as exc:       # argparse refuses "five" itself
         code = exc.code
     assert code == 2
@@ -225,12 +225,32 @@ def test_bad_input_exits_2(stores: dict[str, Path], tmp_path: Path, case: str) -
 def test_a_slice_compares_only_its_families(stores: dict[str, Path],
                                             capsys: pytest.CaptureFixture[str]) -> None:
     """``--only``: the planted regression outside the slice is not seen; inside it, it is."""
-    assert main(["compare", str(stores["a"]), str(stores["planted"]), "--only",
+    assert main(["diff", str(stores["a"]), str(stores["planted"]), "--only",
                  "algorithm=regout"]) == 0
     assert "0 regression(s)" in capsys.readouterr().out
-    assert main(["compare", str(stores["a"]), str(stores["planted"]), "--only",
+    assert main(["diff", str(stores["a"]), str(stores["planted"]), "--only",
                  "algorithm=outpert", "--only", "problem=lb_quad"]) == 1
     out = capsys.readouterr().out
     assert "1 regression(s)" in out
-    assert main(["compare", str(stores["a"]), str(stores["planted"]), "--only",
+    assert main(["diff", str(stores["a"]), str(stores["planted"]), "--only",
                  "algorithm=nope"]) == 2
+
+
+def test_compare_is_a_deprecated_alias_of_diff(stores: dict[str, Path], tmp_path: Path,
+                                               capsys: pytest.CaptureFixture[str]) -> None:
+    """``dpbench compare`` (the old name) runs ``dpbench diff`` identically — same exit code,
+    same output, same report — after one line on stderr; ``dpbench --help`` does not list it."""
+    pages = []
+    html = tmp_path / "cmp.html"
+    for command in ("diff", "compare"):
+        assert main([command, str(stores["a"]), str(stores["planted"]), "--output",
+                     str(html)]) == 1
+        out, err = capsys.readouterr()
+        pages.append((out, html.read_bytes(), html.with_suffix(".md").read_bytes()))
+        assert err == ("" if command == "diff"
+                       else "dpbench compare is deprecated: use dpbench diff\n")
+    assert pages[0] == pages[1]
+    with pytest.raises(SystemExit):
+        main(["--help"])
+    listing = capsys.readouterr().out
+    assert "diff" in listing and "compare" not in listing

@@ -1,7 +1,8 @@
-"""Selections: one slice of a suite or a store (``--only experiment=…``, ``algorithm=…``,
-``problem=…``), for ``run``, ``status``, ``report``, ``check``, ``compare`` and ``export``.
+"""Slices: one part of a suite or a store (``--only experiment=…``, ``algorithm=…``,
+``problem=…``), for ``run``, ``plan``, ``status``, ``report``, ``check``, ``diff`` and ``export``.
 
-A selection is a conjunction over keys and a union within a key: ``--only
+(Not to be confused with private selection, :mod:`dpbench.privacy.selection`.) A slice is a
+conjunction over keys and a union within a key: ``--only
 experiment=exp_mech,gibbs --only algorithm=noisy_sgd`` is every cell of those two experiments
 whose algorithm is ``noisy_sgd``. An algorithm or problem value matches a label (the cube's
 coordinate) or the registered name behind labels (so ``algorithm=noisy_sgd`` selects every
@@ -23,12 +24,12 @@ KEYS = ("experiment", "algorithm", "problem")
 OPTION = "--only"
 
 
-class SelectionError(UserInputError):
+class SliceError(UserInputError):
     """A malformed ``--only`` or one that matches nothing (exit 2)."""
 
 
 @dataclass(frozen=True)
-class Selection:
+class Slice:
     """Selected values per key (``None``: the key does not restrict)."""
 
     experiment: frozenset[str] | None = None
@@ -36,18 +37,18 @@ class Selection:
     problem: frozenset[str] | None = None
 
     @classmethod
-    def parse(cls, items: Sequence[str] | None) -> Selection:
+    def parse(cls, items: Sequence[str] | None) -> Slice:
         """From ``--only KEY=VALUE[,VALUE…]`` options (repeatable; a repeated key adds values)."""
         chosen: dict[str, set[str]] = {}
         for item in items or ():
             key, sep, values = item.partition("=")
             key = key.strip()
             if not sep or key not in KEYS:
-                raise SelectionError(f"{OPTION} {item!r}: expected KEY=VALUE[,VALUE...] with KEY "
+                raise SliceError(f"{OPTION} {item!r}: expected KEY=VALUE[,VALUE...] with KEY "
                                      f"one of {', '.join(KEYS)}")
             names = [v.strip() for v in values.split(",")]
             if not all(names):
-                raise SelectionError(f"{OPTION} {item!r}: an empty value")
+                raise SliceError(f"{OPTION} {item!r}: an empty value")
             chosen.setdefault(key, set()).update(names)
         return cls(**{k: frozenset(v) for k, v in chosen.items()})
 
@@ -115,18 +116,18 @@ class Selection:
 def _require(chosen: frozenset[str], there: set[str], kind: str) -> None:
     unknown = sorted(chosen - there)
     if unknown:
-        raise SelectionError(f"{OPTION} {kind}={','.join(unknown)}: no such {kind} here; "
+        raise SliceError(f"{OPTION} {kind}={','.join(unknown)}: no such {kind} here; "
                              f"the {kind}s are {', '.join(sorted(there)) or '(none)'}")
 
 
 def suite_index(suite: Any) -> dict[str, dict[str, tuple[list[str], list[str]]]]:
-    """What :meth:`Selection.check` needs, from a suite."""
+    """What :meth:`Slice.check` needs, from a suite."""
     return {e.name: {"algorithm": ([a.label for a in e.algorithms], [a.name for a in e.algorithms]),
                      "problem": ([p.label for p in e.problems], [p.name for p in e.problems])}
             for e in suite.experiments}
 
 
-def suite_masks(selection: Selection, suite: Any) -> dict[str, np.ndarray]:
+def suite_masks(selection: Slice, suite: Any) -> dict[str, np.ndarray]:
     """Per experiment of ``suite``, the mask of selected cells (unselected experiments: all
     False). Checks the selection first."""
     indexes = suite_index(suite)

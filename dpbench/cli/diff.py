@@ -1,4 +1,4 @@
-"""``dpbench compare A B``: did the code that wrote store B make any mechanism worse than the code
+"""``dpbench diff A B``: did the code that wrote store B make any mechanism worse than the code
 that wrote store A, on the same data?
 
 Exit codes (usable in CI): 0 no regression; 1 at least one regression (a Holm-significant family
@@ -6,60 +6,98 @@ whose pooled relative change exceeds ``--min-change``, B worse); 2 bad input —
 path that is not a store, stores whose cells cannot be paired (different root seed or problem
 definitions, or nothing done in both), a bad option — and then nothing is written.
 
-Heavy imports (xarray, scipy, the analysis) happen inside :func:`run`: building the parser for
-another command must stay cheap.
+``dpbench compare A B``, the command's former name, is a deprecated alias kept for one minor
+version: the same options and behaviour, one line on stderr, not listed in ``dpbench --help``.
+
+Heavy imports (xarray, scipy, the analysis and its settings) happen inside :func:`run`: building
+the parser for another command must stay cheap.
 """
 
 from __future__ import annotations
 
 import argparse
 import math
+import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from rich.table import Table
 
-    from ..analysis.versions import FamilyChange, VersionComparison
+    from ..analysis.diff import FamilyChange, StoreDiff
 
 EXIT_OK, EXIT_REGRESSION, EXIT_USAGE = 0, 1, 2
 #: At most this many rows of grid points and slopes are printed per table (the HTML has all).
 MAX_ROWS = 40
+#: The command, and its deprecated old name.
+NAME, DEPRECATED_NAME = "diff", "compare"
+#: What the deprecated name prints to stderr before it runs the command.
+DEPRECATION = "dpbench compare is deprecated: use dpbench diff"
+
+
+class _Setting:
+    """An option's default taken from the analysis settings
+    (:data:`dpbench.analysis.settings.DEFAULT`) only when it is needed — shown by ``--help``, or
+    resolved by :func:`run` — since importing them loads the analysis."""
+
+    def __init__(self, field: str) -> None:
+        self.field = field
+
+    def value(self) -> float:
+        from ..analysis.settings import DEFAULT
+
+        return float(getattr(DEFAULT, self.field))
+
+    def __str__(self) -> str:
+        return f"{self.value():g}"
 
 
 def add_parser(sub: Any) -> argparse.ArgumentParser:
-    """Register ``compare`` on the subcommands ``sub`` of the ``dpbench`` parser."""
-    c = sub.add_parser(
-        "compare", help="compare store B with store A on paired cells (same data); exit 1 when a "
-                        "mechanism got significantly worse (docs/analysis.md)")
+    """Register ``diff``, and its hidden deprecated alias ``compare``, on the subcommands ``sub``
+    of the ``dpbench`` parser."""
+    d = sub.add_parser(
+        NAME, help="diff store B against store A on paired cells (same data); exit 1 when a "
+                   "mechanism got significantly worse (docs/analysis.md)")
+    _add_options(d)
+    # No help=: argparse lists only the subcommands that have one.
+    old = sub.add_parser(DEPRECATED_NAME, description=f"Deprecated: use dpbench {NAME} (the same "
+                         "command under its old name, removed after one minor version).")
+    _add_options(old)
+    return d
+
+
+def _add_options(c: argparse.ArgumentParser) -> None:
     c.add_argument("a", metavar="A", help="the baseline store")
     c.add_argument("b", metavar="B", help="the candidate store (changes are B − A)")
-    c.add_argument("--alpha", type=float, default=0.05,
+    c.add_argument("--alpha", type=float, default=_Setting("diff_alpha"),
                    help="family-wise error rate of the flags, Holm-corrected over every "
-                        "(experiment, mechanism, problem) family (default 0.05)")
-    c.add_argument("--min-change", type=float, default=0.05, metavar="FRACTION",
-                   help="smallest pooled relative change flagged, as a fraction (default 0.05 = "
-                        "5%%): tiny numerical changes can be significant without mattering")
+                        "(experiment, mechanism, problem) family (default %(default)s)")
+    c.add_argument("--min-change", type=float, default=_Setting("diff_min_change"),
+                   metavar="FRACTION",
+                   help="smallest pooled relative change flagged, as a fraction (default "
+                        "%(default)s; 0.1 = 10%%): tiny numerical changes can be significant "
+                        "without mattering")
     c.add_argument("--output", default=None, metavar="PATH.html",
                    help="also write an HTML report (and the Markdown summary next to it, same "
                         "stem)")
     c.add_argument("--overwrite", action="store_true",
                    help="replace output files that dpbench did not write (refused otherwise)")
     c.add_argument("--only", action="append", default=None, metavar="KEY=VALUE[,VALUE]",
-                   help="compare a slice: KEY is experiment, algorithm or problem (as for "
+                   help="diff a slice: KEY is experiment, algorithm or problem (as for "
                         "dpbench run --only; checked against A)")
-    return c
 
 
 def _check_options(args: argparse.Namespace) -> Path | None:
-    """Refuse bad options and an output that may not be written, before any work (exit 2)."""
+    """Resolve the defaults from the settings, refuse bad options and an output that may not be
+    written, before any work (exit 2)."""
+    from ..analysis.diff import check_thresholds
     from ..core.errors import UserInputError
 
-    if not 0 < args.alpha < 1:
-        raise UserInputError(f"--alpha must lie in (0, 1), got {args.alpha:g}")
-    if not (math.isfinite(args.min_change) and args.min_change >= 0):
-        raise UserInputError(f"--min-change must be a finite fraction ≥ 0 (0.05 = 5%), got "
-                             f"{args.min_change:g}")
+    for name in ("alpha", "min_change"):
+        value = getattr(args, name)
+        if isinstance(value, _Setting):
+            setattr(args, name, value.value())
+    check_thresholds(args.alpha, args.min_change)
     if args.output is None:
         return None
     from ..report.build import check_output
@@ -75,7 +113,7 @@ def _check_options(args: argparse.Namespace) -> Path | None:
 def _family_table(title: str, families: list[FamilyChange]) -> Table:
     from rich.table import Table
 
-    from ..report.compare import pct
+    from ..report.diff import pct
 
     t = Table(title=title)
     for col in ("experiment", "mechanism", "problem", "verdict", "rel. change", "points",
@@ -95,12 +133,12 @@ def _p(value: float) -> str:
     return f"{value:.2g}" if math.isfinite(value) else "—"
 
 
-def _tables(result: VersionComparison) -> list[Table]:
+def _tables(result: StoreDiff) -> list[Table]:
     """The flagged families, every family, and for the flagged ones their grid points and
     slopes (first :data:`MAX_ROWS` rows each)."""
     from rich.table import Table
 
-    from ..report.compare import pct, pct_ci
+    from ..report.diff import pct, pct_ci
     from ..report.figures import estimate_text, fixed_text, num, slope_text
 
     tables = []
@@ -111,8 +149,9 @@ def _tables(result: VersionComparison) -> list[Table]:
     keys = {f.key for f in flagged}
     points = [p for p in result.points if (p.experiment, p.algorithm, p.problem) in keys]
     if points:
-        t = Table(title="grid points of the flagged families (change B − A with its 95% t "
-                        "interval; relative change with its delta-method interval)")
+        t = Table(title=f"grid points of the flagged families (change B − A with its "
+                        f"{result.level:.0%} t interval; relative change with its delta-method "
+                        "interval)")
         for col in ("experiment", "mechanism", "problem", "point", "pairs", "mean A", "mean B",
                     "change", "rel. change"):
             t.add_column(col)
@@ -124,7 +163,7 @@ def _tables(result: VersionComparison) -> list[Table]:
         tables.append(t)
     slopes = [s for s in result.slopes if (s.experiment, s.algorithm, s.problem) in keys]
     if slopes:
-        t = Table(title="slopes of the flagged families (95% bootstrap CI)")
+        t = Table(title=f"slopes of the flagged families ({result.level:.0%} bootstrap CI)")
         for col in ("experiment", "mechanism", "problem", "axis", "fixed", "slope A", "slope B",
                     "B − A"):
             t.add_column(col)
@@ -138,14 +177,14 @@ def _tables(result: VersionComparison) -> list[Table]:
 
 
 def run(args: argparse.Namespace) -> int:
-    """``dpbench compare``: print the comparison, write the report if asked; the exit code."""
+    """``dpbench diff``: print the diff, write the report if asked; the exit code."""
     target = _check_options(args)
-    from ..config.selection import Selection
-    from ..report.compare import compare_context, compare_stores, render_compare, unmatched_lines
+    from ..config.slice import Slice
+    from ..report.diff import diff_context, diff_stores, render_diff, unmatched_lines
     from .status import print_tables
 
-    result, prov = compare_stores(args.a, args.b, alpha=args.alpha, min_change=args.min_change,
-                                  selection=Selection.parse(args.only))
+    result, prov = diff_stores(args.a, args.b, alpha=args.alpha, min_change=args.min_change,
+                               selection=Slice.parse(args.only))
     print_tables(*_tables(result))
     for e in result.experiments:
         for label, diff in e.definition_changes.items():
@@ -153,8 +192,13 @@ def run(args: argparse.Namespace) -> int:
     for line in unmatched_lines(result):
         print(f"not compared: {line}")
     if target is not None:
-        html, md = render_compare(compare_context(result, prov), target,
-                                  overwrite=args.overwrite)
+        html, md = render_diff(diff_context(result, prov), target, overwrite=args.overwrite)
         print(f"report: {html} (summary: {md})")
     print(result.summary())
     return EXIT_REGRESSION if result.regressions else EXIT_OK
+
+
+def run_deprecated(args: argparse.Namespace) -> int:
+    """``dpbench compare``: :func:`run`, after one line on stderr saying to use ``dpbench diff``."""
+    print(DEPRECATION, file=sys.stderr)
+    return run(args)

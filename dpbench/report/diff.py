@@ -1,9 +1,10 @@
-"""The comparison of two stores (``dpbench compare A B``): opening both, and its HTML report with
-a Markdown summary next to it.
+"""The diff of two stores (``dpbench diff A B``): opening both, and its HTML report with a
+Markdown summary next to it.
 
-The statistics are :mod:`dpbench.analysis.versions`; this module reads the stores (the
-experiments both hold, the variables the comparison needs), states their provenance, and renders
-``compare.html.j2`` / ``compare.md.j2`` with the main report's jinja environment, filters and
+The statistics are :mod:`dpbench.analysis.diff`; this module reads the stores (the experiments
+both hold, the variables the diff needs: the ``diff`` role of :mod:`dpbench.core.schema`), states
+their provenance, and renders ``diff.html.j2`` / ``diff.md.j2`` with the main report's jinja
+environment, filters and
 style sheet (read from ``report.html.j2``, so the two pages never drift apart). Deterministic:
 the same two stores give the same bytes.
 """
@@ -20,29 +21,19 @@ from jinja2 import Environment
 from markupsafe import Markup
 
 from .._version import __version__
-from ..analysis.versions import (
-    FLOOR_FACTOR,
-    VERDICT_TEXT,
-    UnpairableStores,
-    VersionComparison,
-    compare_versions,
-)
-from ..config.selection import Selection
+from ..analysis.diff import VERDICT_TEXT, StoreDiff, UnpairableStores, diff_cubes
+from ..analysis.settings import DEFAULT
+from ..config.slice import Slice
+from ..core.schema import DIFF_VARIABLES
 from ..store.cube import ROOT_KEY, Store
 from .build import environment, page_paths, write_pages
 from .figures import axis_symbol
 
-#: The cube variables the comparison reads (the slopes' exclusions need the gap and trivial
-#: excess; the others are not loaded).
-COMPARE_VARIABLES = ("excess_risk", "optimum_gap", "trivial_excess_risk", "oracle_excess_risk",
-                     "status")
-
-
-def _cube(store: Store, name: str, selection: Selection | None = None) -> xr.Dataset:
+def _cube(store: Store, name: str, selection: Slice | None = None) -> xr.Dataset:
     ds = xr.open_zarr(str(store.path), group=name, consolidated=False, chunks=None)
     if selection:
         ds = ds.isel(selection.positions(store.selection_index()[name]))
-    return ds[[v for v in COMPARE_VARIABLES if v in ds]].load()
+    return ds[[v for v in DIFF_VARIABLES if v in ds]].load()
 
 
 def _provenance(store: Store, path: str | Path) -> dict[str, Any]:
@@ -56,14 +47,14 @@ def _provenance(store: Store, path: str | Path) -> dict[str, Any]:
             "run_versions": ", ".join(versions), "experiments": store.experiments()}
 
 
-def compare_stores(path_a: str | Path, path_b: str | Path, *, alpha: float, min_change: float,
-                   n_resamples: int = 2000, selection: Selection | None = None,
-                   ) -> tuple[VersionComparison, dict[str, Any]]:
-    """Compare store B against store A (the ``selection``'s slice, checked against A): the
-    comparison and both stores' provenance.
+def diff_stores(path_a: str | Path, path_b: str | Path, *, alpha: float, min_change: float,
+                n_resamples: int = DEFAULT.n_resamples, selection: Slice | None = None,
+                ) -> tuple[StoreDiff, dict[str, Any]]:
+    """Diff store B against store A (the ``selection``'s slice, checked against A): the diff and
+    both stores' provenance.
 
     Raises :class:`~dpbench.core.errors.StoreError` for a path that is not a dpbench store and
-    :class:`~dpbench.analysis.versions.UnpairableStores` when the stores' cells do not share their
+    :class:`~dpbench.analysis.diff.UnpairableStores` when the stores' cells do not share their
     data (different root seeds or problem definitions) or no cell is done in both."""
     store_a, store_b = Store.open(path_a), Store.open(path_b)
     prov = {"a": _provenance(store_a, path_a), "b": _provenance(store_b, path_b)}
@@ -82,9 +73,9 @@ def compare_stores(path_a: str | Path, path_b: str | Path, *, alpha: float, min_
                                f"{', '.join(names_a) or 'none'}; B: {', '.join(names_b) or 'none'})")
     pairs = {name: (_cube(store_a, name, selection), _cube(store_b, name, selection))
              for name in common}
-    result = compare_versions(pairs, experiments_only_a=[n for n in names_a if n not in common],
-                              experiments_only_b=[n for n in names_b if n not in common],
-                              alpha=alpha, min_change=min_change, n_resamples=n_resamples)
+    result = diff_cubes(pairs, experiments_only_a=[n for n in names_a if n not in common],
+                        experiments_only_b=[n for n in names_b if n not in common],
+                        alpha=alpha, min_change=min_change, n_resamples=n_resamples)
     return result, prov
 
 
@@ -119,7 +110,7 @@ def value_text(value: Any) -> str:
 
 
 _STYLE = re.compile(r"<style>.*?</style>", re.S)
-#: The report's verdict badge (its CSS class suffix) each comparison verdict wears.
+#: The report's verdict badge (its CSS class suffix) each diff verdict wears.
 VERDICT_CLASS = {"regression": "slower", "improvement": "faster",
                  "below min-change": "inconclusive", "not significant": "consistent",
                  "no signal": "inconclusive"}
@@ -132,19 +123,19 @@ def report_style(env: Environment) -> Markup:
     source = env.loader.get_source(env, "report.html.j2")[0]
     match = _STYLE.search(source)
     if match is None:  # the main template lost its style sheet: a packaging bug
-        raise RuntimeError("report.html.j2 has no <style> element to share with compare.html.j2")
+        raise RuntimeError("report.html.j2 has no <style> element to share with diff.html.j2")
     return Markup(match.group(0))
 
 
-def compare_environment() -> Environment:
-    """The report's jinja environment with the comparison's filters added (an overlay: the
-    report's own environment is left as it is)."""
+def diff_environment() -> Environment:
+    """The report's jinja environment with the diff's filters added (an overlay: the report's own
+    environment is left as it is)."""
     env = environment().overlay()
     env.filters.update(pct=pct, pct_ci=pct_ci, percent=percent, value=value_text)
     return env
 
 
-def unmatched_lines(result: VersionComparison) -> list[str]:
+def unmatched_lines(result: StoreDiff) -> list[str]:
     """What only one store has (experiments, labels, grid values, seeds) and the cells in both
     stores' coordinates not done in both: listed, never compared."""
     out = []
@@ -165,26 +156,26 @@ def unmatched_lines(result: VersionComparison) -> list[str]:
     return out
 
 
-def compare_context(result: VersionComparison, prov: dict[str, Any]) -> dict[str, Any]:
-    """Everything the comparison's templates show."""
+def diff_context(result: StoreDiff, prov: dict[str, Any]) -> dict[str, Any]:
+    """Everything the diff's templates show."""
     return {"result": result, "prov": prov, "version": __version__, "verdicts": VERDICT_TEXT,
-            "verdict_class": VERDICT_CLASS, "floor_factor": FLOOR_FACTOR,
+            "verdict_class": VERDICT_CLASS, "floor_factor": DEFAULT.floor_factor,
             "unmatched": unmatched_lines(result),
             "tested": [f for f in result.families if math.isfinite(f.p_value)]}
 
 
-def render_compare(context: dict[str, Any], output_html: str | Path, *, overwrite: bool = False,
-                   option: str = "--output") -> tuple[Path, Path]:
-    """Write the comparison's HTML page and its Markdown summary (same stem, ``.md``).
+def render_diff(context: dict[str, Any], output_html: str | Path, *, overwrite: bool = False,
+                option: str = "--output") -> tuple[Path, Path]:
+    """Write the diff's HTML page and its Markdown summary (same stem, ``.md``).
 
     As :func:`dpbench.report.build.render_report`: a file at either path that dpbench did not
     write is refused unless ``overwrite`` (:func:`check_output`), and both files are written
     beside their targets and renamed into place, so an error leaves neither a partial file nor a
     changed one (a disk error becomes a :class:`UserInputError` naming ``option``)."""
     html_path, md_path = page_paths(output_html, overwrite, option)
-    env = compare_environment()
-    texts = [(html_path, env.get_template("compare.html.j2").render(
+    env = diff_environment()
+    texts = [(html_path, env.get_template("diff.html.j2").render(
                  **context, style=report_style(env))),
-             (md_path, env.get_template("compare.md.j2").render(**context))]
+             (md_path, env.get_template("diff.md.j2").render(**context))]
     write_pages(texts, option)
     return html_path, md_path

@@ -1,8 +1,7 @@
-"""The statistics of ``dpbench compare`` (:mod:`dpbench.analysis.versions`) on synthetic cubes:
-the intervals, the sign-flip test's exactness, its error rates under the null and its power
-against a planted 20 % change (the figures of docs/analysis.md, "Comparing two stores", come
-from :func:`simulate`; ``python -m tests.unit.test_versions`` prints them with more
-replications)."""
+"""The statistics of ``dpbench diff`` (:mod:`dpbench.analysis.diff`) on synthetic cubes: the
+intervals, the sign-flip test's exactness, its error rates under the null and its power against
+a planted 20 % change (the figures of docs/analysis.md, "Diffing two stores", come from
+:func:`simulate`; ``python -m tests.unit.test_diff`` prints them with more replications)."""
 
 from __future__ import annotations
 
@@ -16,20 +15,20 @@ import pytest
 import xarray as xr
 from scipy import stats
 
-from dpbench.analysis.versions import (
-    DEFAULT_MIN_CHANGE,
+from dpbench.analysis.diff import (
     EXP_KEY,
     UnpairableStores,
     algorithm_changes,
     align,
-    compare_experiment,
-    compare_versions,
+    diff_cubes,
+    diff_experiment,
     pairing_differences,
     ratio_interval,
     sign_flip_test,
     t_interval,
     verdict,
 )
+from dpbench.analysis.settings import DEFAULT
 from dpbench.core.schema import DONE, NOT_APPLICABLE, PENDING
 
 # --- synthetic cubes ------------------------------------------------------------------------------
@@ -153,7 +152,7 @@ def test_exact_test_is_exact_under_the_null() -> None:
 # --- error rates of the verdict (the figures quoted in the docs) ---------------------------------
 
 def simulate(seeds: int, points: int, factor: float, *, shared: float, reps: int, seed: int = 0,
-             alpha: float = 0.05, min_change: float = DEFAULT_MIN_CHANGE) -> float:
+             alpha: float = 0.05, min_change: float = DEFAULT.diff_min_change) -> float:
     """Fraction of ``reps`` families flagged (regression or improvement) when B = ``factor`` ×
     A's law, excess ~ Gamma(2) (coefficient of variation 0.71) at each of ``points`` points.
 
@@ -172,7 +171,7 @@ def simulate(seeds: int, points: int, factor: float, *, shared: float, reps: int
     b = factor * (shared * common + (1 - shared) * own_b)
     n = tuple(2 ** (4 + i) for i in range(points))
     labels = [f"r{i}" for i in range(reps)]
-    exp = compare_experiment("e", cube(a[:, None, :, None, :], n=n, algorithms=labels),
+    exp = diff_experiment("e", cube(a[:, None, :, None, :], n=n, algorithms=labels),
                              cube(b[:, None, :, None, :], n=n, algorithms=labels),
                              slopes=False, n_flips=2000)
     for f in exp.families:
@@ -247,7 +246,7 @@ def _families(result: Any) -> dict[tuple[str, str], str]:
 
 def test_identical_cubes_change_nothing() -> None:
     values = base_values(np.random.default_rng(1))
-    result = compare_versions({"e": (cube(values), cube(values.copy()))})
+    result = diff_cubes({"e": (cube(values), cube(values.copy()))})
     assert not result.flagged
     assert all(p.change == 0 and p.relative == 0 for p in result.points)
     assert all(f.p_value == 1 and f.relative_change == 0 for f in result.families)
@@ -258,7 +257,7 @@ def test_planted_regression_is_flagged_and_swapping_makes_it_an_improvement() ->
     values = base_values(np.random.default_rng(2))
     worse = values.copy()
     worse[0] *= 1.2
-    result = compare_versions({"e": (cube(values), cube(worse))})
+    result = diff_cubes({"e": (cube(values), cube(worse))})
     assert _families(result) == {("mech", "quad"): "regression", ("mech", "lin"): "regression",
                                  ("other", "quad"): "not significant",
                                  ("other", "lin"): "not significant"}
@@ -266,7 +265,7 @@ def test_planted_regression_is_flagged_and_swapping_makes_it_an_improvement() ->
     points = [p for p in result.points if p.algorithm == "mech"]
     assert all(p.relative == pytest.approx(0.2) for p in points)
     assert all((p.relative_low, p.relative_high) == pytest.approx((0.2, 0.2)) for p in points)
-    swapped = compare_versions({"e": (cube(worse), cube(values))})
+    swapped = diff_cubes({"e": (cube(worse), cube(values))})
     assert {k: v for k, v in _families(swapped).items() if k[0] == "mech"} == {
         ("mech", "quad"): "improvement", ("mech", "lin"): "improvement"}
     assert all(f.relative_change == pytest.approx(1 / 1.2 - 1) for f in swapped.improvements)
@@ -278,10 +277,10 @@ def test_a_tiny_change_is_significant_but_below_min_change() -> None:
     values = base_values(np.random.default_rng(3))
     nudged = values.copy()
     nudged[0] *= 1.01
-    result = compare_versions({"e": (cube(values), cube(nudged))})
+    result = diff_cubes({"e": (cube(values), cube(nudged))})
     assert _families(result)[("mech", "quad")] == "below min-change"
     assert not result.flagged
-    assert _families(compare_versions({"e": (cube(values), cube(nudged))},
+    assert _families(diff_cubes({"e": (cube(values), cube(nudged))},
                                       min_change=0.005))[("mech", "quad")] == "regression"
 
 
@@ -290,7 +289,7 @@ def test_holm_corrects_across_families() -> None:
     values = base_values(np.random.default_rng(4), seeds=2)
     worse = values.copy()
     worse[0, 0, :, :, :] *= 1.5     # 6 cells: exact p = 2/64 ≈ 0.031 < 0.05
-    alone = compare_versions({"e": (cube(values), cube(worse))}, alpha=0.05)
+    alone = diff_cubes({"e": (cube(values), cube(worse))}, alpha=0.05)
     assert alone.families[0].p_value == pytest.approx(2 / 64)
     # 4 families: Holm multiplies the smallest p by 4 -> 0.125, not significant
     assert alone.families[0].p_holm == pytest.approx(4 * 2 / 64)
@@ -302,14 +301,14 @@ def test_floor_and_nonpositive_points_are_not_tested() -> None:
     values[1] = 1e-18                       # "other": at the floor of a 1e-17 gap
     changed = values.copy()
     changed[1] = 3e-18                      # round-off moves by 200 %: not a change
-    result = compare_versions({"e": (cube(values, gap=1e-17), cube(changed, gap=1e-17))})
+    result = diff_cubes({"e": (cube(values, gap=1e-17), cube(changed, gap=1e-17))})
     other = [f for f in result.families if f.algorithm == "other"]
     assert all(f.verdict == "no signal" and f.points_used == 0 for f in other)
     assert all(p.excluded.startswith("both means below the optimisation floor")
                for p in result.points if p.algorithm == "other")
     zero = values.copy()
     zero[1] = 0.0
-    result = compare_versions({"e": (cube(zero), cube(zero.copy()))})
+    result = diff_cubes({"e": (cube(zero), cube(zero.copy()))})
     assert all(p.excluded.startswith("non-positive") for p in result.points if p.algorithm == "other")
 
 
@@ -320,7 +319,7 @@ def test_only_cells_done_in_both_are_paired() -> None:
     st_a[0, 0, 0, 0, :2] = PENDING
     st_b[1, 1] = NOT_APPLICABLE
     st_a[1, 1] = NOT_APPLICABLE
-    exp = compare_experiment("e", cube(values, status=st_a), cube(values, status=st_b))
+    exp = diff_experiment("e", cube(values, status=st_a), cube(values, status=st_b))
     first = next(p for p in exp.points if p.algorithm == "mech" and p.problem == "quad")
     assert first.pairs == 4
     assert not any(p.algorithm == "other" and p.problem == "lin" for p in exp.points)
@@ -330,23 +329,23 @@ def test_only_cells_done_in_both_are_paired() -> None:
 def test_unpairable_and_empty_comparisons_are_refused() -> None:
     values = base_values(np.random.default_rng(7))
     with pytest.raises(UnpairableStores, match="root seed 1 \\(A\\) vs 5 \\(B\\)"):
-        compare_versions({"e": (cube(values), cube(values, root_seed=5))})
+        diff_cubes({"e": (cube(values), cube(values, root_seed=5))})
     none_done = np.full(values.shape, PENDING, dtype=np.uint8)
     with pytest.raises(UnpairableStores, match="no cell is done in both stores"):
-        compare_versions({"e": (cube(values), cube(values, status=none_done))})
+        diff_cubes({"e": (cube(values), cube(values, status=none_done))})
     for bad in ({"alpha": 0.0}, {"alpha": 1.5}, {"min_change": -0.1}):
         with pytest.raises(ValueError):
-            compare_versions({"e": (cube(values), cube(values))}, **bad)
+            diff_cubes({"e": (cube(values), cube(values))}, **bad)
 
 
 def test_grid_axes_that_differ_are_listed_not_compared() -> None:
     values = base_values(np.random.default_rng(8))
     other = cube(values).rename({"p": "radius"})
-    exp = compare_experiment("e", cube(values), other)
+    exp = diff_experiment("e", cube(values), other)
     assert "grid axes differ" in exp.note and not exp.families
 
 
-if __name__ == "__main__":  # the table of docs/analysis.md, "Comparing two stores" (~5 min)
+if __name__ == "__main__":  # the table of docs/analysis.md, "Diffing two stores" (~5 min)
     print("seeds points shared   rho   null   +20%")
     for seeds, points, shared in itertools.product((5, 10, 20, 50), (3,), (0.0, 0.5, 0.9, 1.0)):
         rho = shared ** 2 / (shared ** 2 + (1 - shared) ** 2)

@@ -1,27 +1,29 @@
-"""Comparing two stores of the same benchmark: regressions and improvements between two versions
-of the code (``dpbench compare A B``; docs/analysis.md, "Comparing two stores").
+"""The diff of two stores of the same benchmark: regressions and improvements between two versions
+of the code (``dpbench diff A B``; docs/analysis.md, "Diffing two stores"). Not to be confused
+with the comparisons of mechanisms within one cube (:mod:`dpbench.analysis.compare`).
 
 Cells are deterministic and their data stream depends only on (problem, its identity parameters,
 n, p, seed, root seed), so two stores of the same suite hold **paired** cells: the same dataset
-at the same (experiment, problem label, grid point, seed). This module compares them:
+at the same (experiment, problem label, grid point, seed). This module diffs them:
 
 * :func:`pairing_differences`: why two experiments' cells cannot be paired (root seed, a problem
   label's definition, the extra axes routed to problems), and :func:`algorithm_changes`: what
   changed in a mechanism's definition (name, version, parameters) — reported, since that is
-  what one compares.
+  what a diff is about.
 * :func:`align`: the coordinates both cubes have (algorithm and problem labels, grid values,
   seeds), and what only one has.
 * Per (mechanism, problem, grid point): the means, the change B − A with a **t interval on the
   paired per-seed differences**, and the relative change mean B / mean A − 1 with a first-order
   interval from the paired residuals b − R̂·a (:func:`t_interval`, :func:`ratio_interval`).
 * Per family (experiment, mechanism, problem), pooled over its grid points: an exact (or, beyond
-  :data:`EXACT_MAX_CELLS` cells, Monte Carlo) **sign-flip permutation test** of the mean relative
+  ``exact_max_cells`` cells, Monte Carlo) **sign-flip permutation test** of the mean relative
   difference (:func:`sign_flip_test`), Holm-corrected across all families; a family is a
   regression or an improvement when it is Holm-significant *and* its pooled relative change
-  exceeds ``min_change`` (:func:`compare_versions`).
+  exceeds ``min_change`` (:func:`diff_cubes`).
 * The fitted slopes of both cubes side by side (:func:`rates.fit_rates` on the paired cells).
 
-Everything is deterministic: the Monte Carlo flips are seeded from the family's identity.
+Everything is deterministic: the Monte Carlo flips are seeded from the family's identity. The
+defaults (level, floor, flips, alpha, min-change) are :data:`dpbench.analysis.settings.DEFAULT`'s.
 """
 
 from __future__ import annotations
@@ -42,19 +44,8 @@ from ..core.seeding import stable_hash
 from ..store.cube import EXP_KEY
 from .compare import holm
 from .rates import RateFit, fit_rates
+from .settings import DEFAULT
 
-DEFAULT_ALPHA = 0.05
-#: A Holm-significant family is flagged only if its pooled relative change exceeds this (5 %):
-#: a change of round-off size is detectable with paired cells but not worth a failing CI job.
-DEFAULT_MIN_CHANGE = 0.05
-LEVEL = 0.95
-#: Points whose mean excess is below this many certified optimum gaps in both stores are at the
-#: optimisation floor (round-off of the reference optimum): shown, not tested (as in rate fits).
-FLOOR_FACTOR = 10.0
-#: Families with at most this many non-zero paired differences are tested by enumerating every
-#: sign flip (2**30, as two halves of 2**15 sums); larger ones by :data:`N_FLIPS` random flips.
-EXACT_MAX_CELLS = 30
-N_FLIPS = 2 ** 16
 VERDICTS = ("regression", "improvement", "below min-change", "not significant", "no signal")
 VERDICT_TEXT = {
     "regression": "B is worse (larger excess): Holm-significant and above min-change",
@@ -70,7 +61,8 @@ METHOD_TEXT = (
     "t interval from the paired residuals b − (mean B / mean A)·a. Family = (experiment, mechanism, problem) over its grid points: statistic "
     "T = mean over points of mean(b − a) / ((mean a + mean b)/2); p-value from a two-sided "
     "sign-flip permutation test (each cell's pair swapped independently; exact enumeration up to "
-    f"{EXACT_MAX_CELLS} non-zero differences, else {N_FLIPS} seeded random flips); Holm's "
+    f"{DEFAULT.exact_max_cells} non-zero differences, else {DEFAULT.n_flips} seeded random "
+    "flips); Holm's "
     "correction across all families. Flagged when Holm-significant at alpha and the pooled "
     "relative change (geometric mean over points of mean B / mean A, minus 1) exceeds "
     "min-change in the same direction.")
@@ -145,8 +137,8 @@ class SlopeChange:
 
 
 @dataclass
-class ExperimentComparison:
-    """What of one experiment was compared, and what exists in one store only."""
+class ExperimentDiff:
+    """What of one experiment was diffed, and what exists in one store only."""
 
     name: str
     axes: list[str]
@@ -157,7 +149,7 @@ class ExperimentComparison:
     only_b: dict[str, list[Any]] = field(default_factory=dict)
     unpaired_cells: int = 0                     # common coordinates, not done in both
     paired_cells: int = 0
-    note: str = ""                              # why nothing was compared (axes differ)
+    note: str = ""                              # why nothing was diffed (axes differ)
     definition_changes: dict[str, list[str]] = field(default_factory=dict)
     points: list[PointChange] = field(default_factory=list)
     families: list[FamilyChange] = field(default_factory=list)
@@ -165,10 +157,10 @@ class ExperimentComparison:
 
 
 @dataclass
-class VersionComparison:
-    """The comparison of store B against store A (B − A: positive means B is worse)."""
+class StoreDiff:
+    """The diff of store B against store A (B − A: positive means B is worse)."""
 
-    experiments: list[ExperimentComparison]
+    experiments: list[ExperimentDiff]
     experiments_only_a: list[str]
     experiments_only_b: list[str]
     alpha: float
@@ -260,7 +252,7 @@ def pairing_differences(attrs_a: Mapping[str, Any], attrs_b: Mapping[str, Any]) 
     """Why two experiments' cells (group attributes ``attrs_a``, ``attrs_b``) do not share their
     data: a different root seed, a problem label present in both with another definition (name,
     version or identity parameters), or other extra axes routed to the problems. Empty when they
-    can be paired. Algorithms may differ: that is what is compared (:func:`algorithm_changes`)."""
+    can be paired. Algorithms may differ: that is what is diffed (:func:`algorithm_changes`)."""
     out = []
     ra, rb = root_seed(attrs_a), root_seed(attrs_b)
     if ra != rb:
@@ -334,7 +326,7 @@ def _t_quantile(level: float, df: int) -> float:
     return float(stats.t.ppf((1 + level) / 2, df))
 
 
-def t_interval(d: np.ndarray, level: float = LEVEL) -> tuple[float, float]:
+def t_interval(d: np.ndarray, level: float = DEFAULT.level) -> tuple[float, float]:
     """Student-t interval for the mean of paired differences ``d`` (NaN with fewer than 2).
 
     Exact when the differences are normal; with 5–20 seeds it is preferred to a bootstrap, whose
@@ -348,7 +340,8 @@ def t_interval(d: np.ndarray, level: float = LEVEL) -> tuple[float, float]:
     return m - half, m + half
 
 
-def ratio_interval(a: np.ndarray, b: np.ndarray, level: float = LEVEL) -> tuple[float, float]:
+def ratio_interval(a: np.ndarray, b: np.ndarray, level: float = DEFAULT.level,
+                   ) -> tuple[float, float]:
     """Interval for the ratio R = mean(b) / mean(a) of paired samples (first order, "delta
     method" of the ratio estimator): R̂ ± t·sd(b − R̂·a) / (√k·mean(a)), Student's t with k − 1
     degrees of freedom.
@@ -370,7 +363,7 @@ def ratio_interval(a: np.ndarray, b: np.ndarray, level: float = LEVEL) -> tuple[
     return ratio - half, ratio + half
 
 
-@functools.lru_cache(maxsize=EXACT_MAX_CELLS // 2 + 2)
+@functools.lru_cache(maxsize=DEFAULT.exact_max_cells // 2 + 2)
 def _all_signs(n: int) -> np.ndarray:
     """Every ±1 vector of length n, one per row (2**n rows; n ≤ 15 here: at most 4 MiB,
     cached)."""
@@ -381,7 +374,7 @@ def _all_signs(n: int) -> np.ndarray:
 
 
 def sign_flip_test(weights: np.ndarray, *, rng: np.random.Generator | None = None,
-                   exact_max: int = EXACT_MAX_CELLS, n_flips: int = N_FLIPS,
+                   exact_max: int = DEFAULT.exact_max_cells, n_flips: int = DEFAULT.n_flips,
                    ) -> tuple[float, str]:
     """Two-sided sign-flip permutation p-value of T = Σ weights, and the method used.
 
@@ -432,7 +425,9 @@ def _points(ds: xr.Dataset, axes: Sequence[str]) -> list[tuple[dict[str, Any], t
 
 
 def _family_rng(experiment: str, algorithm: str, problem: str) -> np.random.Generator:
-    """The Monte Carlo flips of a family, seeded from its identity (deterministic output)."""
+    """The Monte Carlo flips of a family, seeded from its identity (deterministic output; the tag
+    "compare" is kept from before the rename to diff, so the flips, hence the p-values, are
+    unchanged)."""
     return np.random.default_rng(int(stable_hash(["compare", experiment, algorithm, problem])[:16], 16))
 
 
@@ -452,10 +447,10 @@ def _pooled_ratio(means: Sequence[tuple[float, float]]) -> float:
     return math.exp(sum(logs) / len(logs)) - 1
 
 
-def compare_experiment(name: str, ds_a: xr.Dataset, ds_b: xr.Dataset, *, level: float = LEVEL,
-                       floor_factor: float = FLOOR_FACTOR, slopes: bool = True,
-                       n_resamples: int = 2000, seed: int = 0,
-                       n_flips: int = N_FLIPS) -> ExperimentComparison:
+def diff_experiment(name: str, ds_a: xr.Dataset, ds_b: xr.Dataset, *,
+                    level: float = DEFAULT.level, floor_factor: float = DEFAULT.floor_factor,
+                    slopes: bool = True, n_resamples: int = DEFAULT.n_resamples,
+                    seed: int = DEFAULT.seed, n_flips: int = DEFAULT.n_flips) -> ExperimentDiff:
     """Point changes, families (p-values not yet corrected) and slopes of one experiment.
 
     ``ds_a`` and ``ds_b`` are the experiment's cubes in the two stores (at least ``excess_risk``,
@@ -467,10 +462,10 @@ def compare_experiment(name: str, ds_a: xr.Dataset, ds_b: xr.Dataset, *, level: 
     try:
         sub_a, sub_b, only_a, only_b = align(ds_a, ds_b)
     except ValueError as exc:
-        return ExperimentComparison(name, grid_axes(ds_a), [], [], 0, note=str(exc),
-                                    definition_changes=algorithm_changes(ds_a.attrs, ds_b.attrs))
+        return ExperimentDiff(name, grid_axes(ds_a), [], [], 0, note=str(exc),
+                              definition_changes=algorithm_changes(ds_a.attrs, ds_b.attrs))
     axes = grid_axes(sub_a)
-    out = ExperimentComparison(
+    out = ExperimentDiff(
         name, axes, [str(v) for v in sub_a.algorithm.values], [str(v) for v in sub_a.problem.values],
         int(sub_a.sizes["seed"]), {d: v for d, v in only_a.items() if v},
         {d: v for d, v in only_b.items() if v},
@@ -531,7 +526,8 @@ def compare_experiment(name: str, ds_a: xr.Dataset, ds_b: xr.Dataset, *, level: 
                 name, alg, prob, n_points, len(used), n_pairs, ratio, stat, p, method=method,
                 definition_changes=list(out.definition_changes.get(alg, []))))
     if slopes and out.paired_cells:
-        out.slopes = slope_changes(name, sub_a, sub_b, paired, n_resamples=n_resamples, seed=seed)
+        out.slopes = slope_changes(name, sub_a, sub_b, paired, level=level,
+                                   n_resamples=n_resamples, seed=seed)
     return out
 
 
@@ -544,13 +540,14 @@ def _paired_only(ds: xr.Dataset, paired: np.ndarray) -> xr.Dataset:
 
 
 def slope_changes(name: str, sub_a: xr.Dataset, sub_b: xr.Dataset, paired: np.ndarray, *,
-                  n_resamples: int = 2000, seed: int = 0) -> list[SlopeChange]:
-    """The fitted slopes (:func:`rates.fit_rates`, its defaults) of both aligned cubes on their
-    paired cells, matched curve by curve."""
-    fa = fit_rates(_paired_only(sub_a, paired), allow_incomplete=True, n_resamples=n_resamples,
-                   seed=seed)
-    fb = fit_rates(_paired_only(sub_b, paired), allow_incomplete=True, n_resamples=n_resamples,
-                   seed=seed)
+                  level: float = DEFAULT.level, n_resamples: int = DEFAULT.n_resamples,
+                  seed: int = DEFAULT.seed) -> list[SlopeChange]:
+    """The fitted slopes (:func:`rates.fit_rates`, its other defaults) of both aligned cubes on
+    their paired cells, matched curve by curve."""
+    fa = fit_rates(_paired_only(sub_a, paired), allow_incomplete=True, level=level,
+                   n_resamples=n_resamples, seed=seed)
+    fb = fit_rates(_paired_only(sub_b, paired), allow_incomplete=True, level=level,
+                   n_resamples=n_resamples, seed=seed)
 
     def key(f: RateFit) -> str:
         return stable_hash([f.algorithm, f.problem, f.axis, f.fixed])
@@ -576,20 +573,27 @@ def verdict(family: FamilyChange, alpha: float, min_change: float) -> str:
     return "below min-change"
 
 
-def compare_versions(pairs: Mapping[str, tuple[xr.Dataset, xr.Dataset]], *,
-                     experiments_only_a: Sequence[str] = (), experiments_only_b: Sequence[str] = (),
-                     alpha: float = DEFAULT_ALPHA, min_change: float = DEFAULT_MIN_CHANGE,
-                     level: float = LEVEL, slopes: bool = True, n_resamples: int = 2000,
-                     ) -> VersionComparison:
-    """Compare the experiments present in both stores (``pairs``: name -> (cube A, cube B)).
+def check_thresholds(alpha: float, min_change: float) -> None:
+    """Refuse (:class:`UserInputError`, exit 2) an ``alpha`` outside (0, 1) or a ``min_change``
+    that is not a finite fraction ≥ 0 (named by their ``dpbench diff`` options)."""
+    if not 0 < alpha < 1:
+        raise UserInputError(f"--alpha must lie in (0, 1), got {alpha:g}")
+    if not (math.isfinite(min_change) and min_change >= 0):
+        raise UserInputError(f"--min-change must be a finite fraction ≥ 0 (0.05 = 5%), got "
+                             f"{min_change:g}")
+
+
+def diff_cubes(pairs: Mapping[str, tuple[xr.Dataset, xr.Dataset]], *,
+               experiments_only_a: Sequence[str] = (), experiments_only_b: Sequence[str] = (),
+               alpha: float = DEFAULT.diff_alpha, min_change: float = DEFAULT.diff_min_change,
+               level: float = DEFAULT.level, slopes: bool = True,
+               n_resamples: int = DEFAULT.n_resamples) -> StoreDiff:
+    """Diff the experiments present in both stores (``pairs``: name -> (cube A, cube B)).
 
     Refuses (:class:`UnpairableStores`) when some experiment's cells cannot be paired
     (:func:`pairing_differences`) or when no cell at all is paired; corrects the families'
     p-values with Holm's method across all experiments and sets their verdicts."""
-    if not 0 < alpha < 1:
-        raise UserInputError(f"--alpha must lie in (0, 1), got {alpha:g}")
-    if not (min_change >= 0 and math.isfinite(min_change)):
-        raise UserInputError(f"--min-change must be a finite number ≥ 0, got {min_change:g}")
+    check_thresholds(alpha, min_change)
     problems = []
     for name, (ds_a, ds_b) in pairs.items():
         problems += [f"experiment {name!r}: {why}"
@@ -597,14 +601,14 @@ def compare_versions(pairs: Mapping[str, tuple[xr.Dataset, xr.Dataset]], *,
     if problems:
         raise UnpairableStores("the stores' cells cannot be paired (they do not share their data):"
                                "\n  - " + "\n  - ".join(problems))
-    experiments = [compare_experiment(name, a, b, level=level, slopes=slopes,
+    experiments = [diff_experiment(name, a, b, level=level, slopes=slopes,
                                       n_resamples=n_resamples) for name, (a, b) in pairs.items()]
-    result = VersionComparison(experiments, list(experiments_only_a), list(experiments_only_b),
+    result = StoreDiff(experiments, list(experiments_only_a), list(experiments_only_b),
                                alpha, min_change, level)
     if result.paired_cells == 0:
         only = (f"; experiments only in A: {', '.join(experiments_only_a) or 'none'}, only in B: "
                 f"{', '.join(experiments_only_b) or 'none'}")
-        raise UnpairableStores("no cell is done in both stores: nothing to compare" + only)
+        raise UnpairableStores("no cell is done in both stores: nothing to diff" + only)
     families = result.families
     for f, ph in zip(families, holm([f.p_value for f in families])):
         f.p_holm = float(ph)
