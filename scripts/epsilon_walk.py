@@ -133,6 +133,10 @@ def main() -> None:
     print(f"functions receiving ε (outside the mechanism): {len(functions)}")
     print(f"modules among them: {len({m for m, _ in functions})}")
     print(f"hops (module entries in call order, the mechanism one stop): {len(entries)}")
+    layers = [e.split("/")[0] for e in entries]
+    layer_entries = [x for i, x in enumerate(layers) if i == 0 or layers[i - 1] != x]
+    print(f"layer hops (entries into a top-level folder): {len(layer_entries)}: "
+          + " → ".join(layer_entries))
     for module, name in functions:
         print(f"  {module}: {name}")
     print("walk: " + " → ".join(entries))

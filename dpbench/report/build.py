@@ -38,16 +38,13 @@ from ..analysis import (
     ExpectationCheck,
     RateFit,
     check_expectations,
-    collapse_check,
-    crossovers,
-    epsilon_convergence,
     fit_rates,
-    paired_comparisons,
     sweep_axes,
 )
 from ..analysis.expectations import summary_line
+from ..analysis.experiment import analyse
 from ..analysis.settings import ANALYSIS_VERSION, DEFAULT
-from ..analysis.spent import NON_PRIVATE, PrivacySpent, privacy_spent
+from ..analysis.spent import NON_PRIVATE, PrivacySpent
 from ..config.slice import Slice
 from ..core.errors import UserInputError
 from ..core.schema import DONE, FAILED, NOT_APPLICABLE, REPORT_VARIABLES
@@ -294,13 +291,14 @@ def _panel_groups(fits: Sequence[RateFit], problems: Sequence[str], axes: Sequen
     return out
 
 
-def _panels(ds: xr.Dataset, fits: Sequence[RateFit]) -> tuple[list[RatePanel], list[str]]:
+def _panels(ds: xr.Dataset, fits: Sequence[RateFit], axes: list[str]
+            ) -> tuple[list[RatePanel], list[str]]:
     """The panels to draw, and notes on (problem, axis) pairs with combinations left undrawn."""
     algs = [str(a) for a in ds.algorithm.values]
     normalisation = str(ds.attrs.get("normalisation", "average scale"))
     panels, notes = [], []
     for prob, axis, combos, group in _panel_groups(fits, [str(p) for p in ds.problem.values],
-                                                   sweep_axes(ds)):
+                                                   axes):
         note = combo_note(axis, combos) if len(combos) > DEFAULT.max_combos else ""
         empty: list[str] = []
         reasons: list[str] = []
@@ -482,25 +480,24 @@ def experiment_section(store: Store, name: str, *, n_resamples: int = DEFAULT.n_
     privacy spent; of the ``selection``'s slice)."""
     ds, fits = experiment_fits(store, name, n_resamples=n_resamples,
                                allow_incomplete=allow_incomplete, selection=selection)
+    found = analyse(ds, fits, n_resamples=n_resamples)
+    expectations = expectation_checks(store, name, ds, fits, n_resamples=n_resamples,
+                                      allow_incomplete=allow_incomplete, selection=selection)
     cards, refs = _cards(ds)
     carded = {c.label for c in cards}
     counts = _counts(store, name, selection)
-    comparisons = paired_comparisons(ds, alpha=DEFAULT.alpha)
     sec = ExperimentSection(
         name=name, description=str(ds.attrs.get("description", "")).strip(),
         shape=_shape_text(ds), normalisation=str(ds.attrs.get("normalisation", "")),
         counts=counts, problems=_problems(ds), cards=cards, references=refs,
         rows=[FitRow(f, _exponent(ds, f.algorithm, f.axis)) for f in fits if f.algorithm in carded],
-        n_comparisons=len(comparisons), pairs=_pair_summaries(comparisons, sweep_axes(ds)),
-        significant=[c for c in comparisons if c.better],
-        crossovers=crossovers(ds),
-        collapse=collapse_check(ds, tolerance=DEFAULT.collapse_tolerance,
-                                n_resamples=n_resamples, seed=DEFAULT.seed),
-        convergence=epsilon_convergence(ds), cells=_cell_groups(ds),
-        missing=_missing(name, counts, fits), privacy=privacy_spent(ds),
-        expectations=expectation_checks(store, name, ds, fits, n_resamples=n_resamples,
-                                        allow_incomplete=allow_incomplete, selection=selection))
-    panels, sec.figure_notes = _panels(ds, fits)
+        n_comparisons=len(found.comparisons),
+        pairs=_pair_summaries(found.comparisons, found.axes),
+        significant=[c for c in found.comparisons if c.better],
+        crossovers=found.crossovers, collapse=found.collapse, convergence=found.convergence,
+        cells=_cell_groups(ds), missing=_missing(name, counts, fits), privacy=found.privacy,
+        expectations=expectations)
+    panels, sec.figure_notes = _panels(ds, fits, found.axes)
     sec.figures = [_figure_entry(p) for p in panels]
     overlays, sec.overlay_notes = overlay_panels(ds, fits, level=DEFAULT.level)
     sec.overlays = [_figure_entry(p, f"overlay-{name}-{p.problem}") for p in overlays]
