@@ -77,7 +77,7 @@ def main(names: list[str]) -> None:
         calibrated = _estimate(suite, [pilot], only)
         target = work / f"{name}.zarr"
         run_suite(suite, target, workers=WORKERS, progress=False,
-                  selection=Slice.parse(only) if only else None)
+                  only=Slice.parse(only) if only else None)
         measured = _measured(target)
         rows.append((name, only[0] if only else "whole suite", _measured(pilot), raw,
                      calibrated, measured))

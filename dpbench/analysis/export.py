@@ -68,7 +68,7 @@ def experiment_frame(ds: xr.Dataset, experiment: str | None = None) -> pd.DataFr
     """One experiment's cube as a tidy table: one row per cell, in the cube's (C) order.
 
     Columns: ``experiment`` (``experiment``, else the cube's ``experiment`` attribute; no column
-    when neither names one), the 0-d coordinates of a selection (e.g. ``algorithm`` after
+    when neither names one), the 0-d coordinates of a slice (e.g. ``algorithm`` after
     ``ds.sel(algorithm="sgd")``), the dimensions in cube order, then the cube variables of
     :data:`~dpbench.core.schema.VARIABLE_NAMES` that ``ds`` holds, in schema order, with
     ``status_name`` right after ``status``. Other data variables are left out. Values are
@@ -178,8 +178,8 @@ def _stack(frames: Sequence[pd.DataFrame]) -> pd.DataFrame:
     return pd.concat(aligned, ignore_index=True)
 
 
-def store_frame(store: Store, selection: Slice | None = None) -> pd.DataFrame:
-    """Every cell of every experiment of a store (of the ``selection``'s slice), as one tidy
+def store_frame(store: Store, only: Slice | None = None) -> pd.DataFrame:
+    """Every cell of every experiment of a store (of the slice ``only``), as one tidy
     table (:func:`experiment_frame` per experiment, stacked in the store's experiment order
     over the union of the columns).
 
@@ -188,13 +188,13 @@ def store_frame(store: Store, selection: Slice | None = None) -> pd.DataFrame:
     """
     import xarray as xr
 
-    selection = selection or Slice()
-    index = store.selection_index()
-    selection.check(index)
+    only = only or Slice()
+    index = store.slice_index()
+    only.check(index)
     frames: list[pd.DataFrame] = []
-    for name in selection.experiments(index):
+    for name in only.experiments(index):
         ds = xr.open_zarr(str(store.path), group=name, consolidated=False, chunks=None)
-        ds = ds[list(VARIABLE_NAMES)].isel(selection.positions(index[name]))
+        ds = ds[list(VARIABLE_NAMES)].isel(only.positions(index[name]))
         frames.append(experiment_frame(ds, name))
     return _stack(frames)
 

@@ -184,7 +184,7 @@ def run(args: argparse.Namespace) -> int:
     from .status import print_tables
 
     result, prov = diff_stores(args.a, args.b, alpha=args.alpha, min_change=args.min_change,
-                               selection=Slice.parse(args.only))
+                               only=Slice.parse(args.only))
     print_tables(*_tables(result))
     for e in result.experiments:
         for label, diff in e.definition_changes.items():

@@ -55,18 +55,18 @@ def run(args: argparse.Namespace) -> int:
     if fmt == "parquet":
         require_parquet()
     store = Store.open(args.store)
-    selection = Slice.parse(args.only)
-    selection.check(store.selection_index())
+    only = Slice.parse(args.only)
+    only.check(store.slice_index())
     target = Path(args.output) if args.output else default_output(store, fmt)
     check_output(target, args.overwrite)  # before the store is read: a refusal writes nothing
-    frame = store_frame(store, selection)
+    frame = store_frame(store, only)
     write_table(frame, target, fmt, overwrite=args.overwrite)
     counts = frame["status"].value_counts() if len(frame) else {}
     by_status = ", ".join(f"{int(counts.get(code, 0))} {name}"
                           for code, name in STATUS_NAMES.items())
     print(f"export: {target} ({fmt}): {len(frame)} cells of "
-          f"{len(selection.experiments(store.experiments()))} experiment(s)"
-          f"{f' ({selection.describe()})' if selection else ''}; {by_status}")
+          f"{len(only.experiments(store.experiments()))} experiment(s)"
+          f"{f' ({only.describe()})' if only else ''}; {by_status}")
     if not store.experiments():
         print("note: the store holds no experiments (audits are not exported): the table has "
               "its header only")

@@ -186,7 +186,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
 
     suite = load_suite(args.suite)
     check_derived(suite)
-    selection = _slice(args)
+    only = _slice(args)
     _check_report_dir(args.report)
     if args.restart and not _restart_confirmed(args.store, suite):
         return EXIT_USAGE
@@ -194,7 +194,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
                         scheduler_file=args.scheduler_file, profile=args.cluster,
                         workers=args.workers, backend=args.backend, restart=args.restart,
                         retry_failed=not args.no_retry_failed, progress=not args.quiet,
-                        break_lock=args.break_lock, selection=selection)
+                        break_lock=args.break_lock, only=only)
     if not args.quiet:
         from .status import print_tables, results_table  # zarr, rich: after the run
 
@@ -282,7 +282,7 @@ def _cmd_plan(args: argparse.Namespace) -> int:
     from ..store.cube import Store, check_store_path
 
     suite = load_suite(args.suite)
-    selection = _slice(args)
+    only = _slice(args)
     profile = None
     if args.cluster is not None:
         from ..engine.backends.cluster_class import load_profile
@@ -290,7 +290,7 @@ def _cmd_plan(args: argparse.Namespace) -> int:
         profile = load_profile(args.cluster)
     if args.workers is not None and args.workers < 1:
         raise UserInputError(f"--workers: must be an integer >= 1, got {args.workers}")
-    masks = suite_masks(selection, suite) if selection else {}
+    masks = suite_masks(only, suite) if only else {}
     # every store opened once: a path that is not a store is bad input, named
     stores = [Store.open(path) for path in args.calibrate or []]
     notes = []
@@ -308,7 +308,7 @@ def _cmd_plan(args: argparse.Namespace) -> int:
     workers = args.workers or os.cpu_count() or 1
     est = estimate(suite, plan_suite(suite, masks or None), scales, used, workers)
     print(f"{args.suite}: suite {suite.name!r}"
-          + (f", slice {selection.describe()}" if selection else "")
+          + (f", slice {only.describe()}" if only else "")
           + (f", resuming {args.store}" if resuming else ""))
     if suite.experiments or not suite.audits:
         for line in summary_lines(est, workers):
@@ -413,8 +413,8 @@ def _cmd_status(args: argparse.Namespace) -> int:
     from .status import print_tables, rows_table
     from ..store.summary import summarised
 
-    selection = _slice(args)
-    fast = None if selection else summarised(args.store)
+    only = _slice(args)
+    fast = None if only else summarised(args.store)
     if fast is not None:  # the run's summary: no zarr needed (docs/architecture.md)
         rows, meta = fast
         print_tables(rows_table(rows, args.store))
@@ -426,14 +426,14 @@ def _cmd_status(args: argparse.Namespace) -> int:
 
     store = Store.open(args.store)
     audits = audit_names(store)
-    table = status_table(store, selection)
+    table = status_table(store, only)
     if table.row_count or not audits:
         print_tables(table)
     else:  # no empty experiment table above the audits
         print(f"dpbench store {args.store}: audits only")
-    index = store.selection_index()
-    for name in selection.experiments(index):
-        where = selection.mask(store.root[name]["status"].shape, index[name])
+    index = store.slice_index()
+    for name in only.experiments(index):
+        where = only.mask(store.root[name]["status"].shape, index[name])
         for coords, msg in store.failures(name, args.failures, where):
             where = ", ".join(f"{k}={v}" for k, v in coords.items())
             print(f"failed [{name}] {where}: {msg}")
@@ -463,7 +463,7 @@ def _check_report_dir(report: str | None) -> None:
 
 
 def _write_report(store: str, output: str | None, allow_incomplete: bool,
-                  overwrite: bool = False, option: str = "--output", selection: Any = None,
+                  overwrite: bool = False, option: str = "--output", only: Any = None,
                   ) -> None:
     from ..analysis.expectations import summary_line
     from ..report import default_output
@@ -471,9 +471,9 @@ def _write_report(store: str, output: str | None, allow_incomplete: bool,
     from ..store.cube import Store
 
     opened = Store.open(store)
-    target = Path(output) if output is not None else default_output(opened, selection)
+    target = Path(output) if output is not None else default_output(opened, only)
     check_output(target, overwrite, option)  # before any work: a refusal writes nothing
-    context = report_context(opened, allow_incomplete=allow_incomplete, selection=selection)
+    context = report_context(opened, allow_incomplete=allow_incomplete, only=only)
     checks = [c for e in context["experiments"] for c in e.expectations]
     html, md = render_report(context, target, overwrite=overwrite, option=option)
     if checks:
@@ -485,7 +485,7 @@ def _write_report(store: str, output: str | None, allow_incomplete: bool,
 
 def _cmd_report(args: argparse.Namespace) -> int:
     _write_report(args.store, args.output, args.allow_incomplete, args.overwrite,
-                  selection=_slice(args))
+                  only=_slice(args))
     return EXIT_OK
 
 
@@ -495,12 +495,12 @@ def _cmd_check(args: argparse.Namespace) -> int:
     from ..report.figures import estimate_text, fixed_text
     from ..store.cube import Store
 
-    selection = _slice(args)
+    only = _slice(args)
     checks = store_expectations(Store.open(args.store), allow_incomplete=args.allow_incomplete,
-                                selection=selection)
+                                only=only)
     if not checks:
         print(f"{args.store}: " + (f"no expected rate (expect:) is about the slice "
-                                   f"{selection.describe()}" if selection else
+                                   f"{only.describe()}" if only else
                                    "the suite declares no expected rates (expect:)")
               + "; nothing to check")
         return EXIT_OK

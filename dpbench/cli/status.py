@@ -17,15 +17,15 @@ if TYPE_CHECKING:
     from ..store.cube import Store
 
 
-def status_table(store: Store, selection: Slice | None = None) -> Table:
+def status_table(store: Store, only: Slice | None = None) -> Table:
     """Done / failed / not applicable / pending per experiment (and per algorithm), of the
-    ``selection``'s cells."""
-    return rows_table(store.status_rows(selection), store.path, selection)
+    ``only``'s cells."""
+    return rows_table(store.status_rows(only), store.path, only)
 
 
-def rows_table(rows: list[Any], path: Any, selection: Slice | None = None) -> Table:
+def rows_table(rows: list[Any], path: Any, only: Slice | None = None) -> Table:
     t = Table(title=f"dpbench store {path}"
-              + (f" ({selection.describe()})" if selection else ""))
+              + (f" ({only.describe()})" if only else ""))
     for col in STATUS_COLUMNS:
         t.add_column(col, justify="left" if col in ("experiment", "algorithm") else "right")
     for name, label, *counts in rows:

@@ -127,16 +127,16 @@ def suite_index(suite: Any) -> dict[str, dict[str, tuple[list[str], list[str]]]]
             for e in suite.experiments}
 
 
-def suite_masks(selection: Slice, suite: Any) -> dict[str, np.ndarray]:
+def suite_masks(only: Slice, suite: Any) -> dict[str, np.ndarray]:
     """Per experiment of ``suite``, the mask of selected cells (unselected experiments: all
-    False). Checks the selection first."""
+    False). Checks the slice first."""
     indexes = suite_index(suite)
-    selection.check(indexes)
-    kept = set(selection.experiments(indexes))
+    only.check(indexes)
+    kept = set(only.experiments(indexes))
     out = {}
     for e in suite.experiments:
         if e.name not in kept:
             out[e.name] = np.zeros(e.shape, dtype=bool)
             continue
-        out[e.name] = selection.mask(e.shape, indexes[e.name])
+        out[e.name] = only.mask(e.shape, indexes[e.name])
     return out

@@ -323,13 +323,13 @@ def run_suite(suite: Suite, store: str | os.PathLike[str], *, scheduler: str | N
               backend: str = "dask",
               restart: bool = False, retry_failed: bool = True, window: int | None = None,
               progress: bool = True, on_result: Callable[[TaskResult], None] | None = None,
-              break_lock: bool = False, selection: Slice | None = None) -> RunSummary:
+              break_lock: bool = False, only: Slice | None = None) -> RunSummary:
     """Run (or resume) ``suite`` into the store at path ``store``.
 
     The suite is validated and planned before the store is touched; what the store records of
     it (identities, layout, rate cards, expected rates: :func:`~dpbench.config.records.suite_record`)
     is computed once, here. Only cells that are pending (and failed ones, unless
-    ``retry_failed`` is False) are computed, and of those only the ``selection``'s (the store is
+    ``retry_failed`` is False) are computed, and of those only the slice ``only``'s (the store is
     still prepared for the whole suite; the summary counts the selected cells). The store's
     writer lock (:mod:`dpbench.store.lock`) is held from before the store is created to the end;
     ``break_lock`` breaks a stale one.
@@ -338,11 +338,11 @@ def run_suite(suite: Suite, store: str | os.PathLike[str], *, scheduler: str | N
     connection = Connection(backend, workers, scheduler, scheduler_file, profile)
     connection.check()
     record = suite_record(suite, stored_expectations(path))
-    if not restart and not selection:
+    if not restart and not only:
         rows = finished(path, record)
         if rows is not None:  # nothing to compute or refresh: a read-only resume
             return RunSummary(path, "none (nothing to compute)", counts=experiment_counts(rows))
-    masks = suite_masks(selection, suite) if selection else None
+    masks = suite_masks(only, suite) if only else None
     # Instantiating every cell's problem and algorithm validates parameter combinations that only
     # occur at some grid points, before the store is touched.
     planned = plan_suite(suite, masks)

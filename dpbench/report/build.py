@@ -388,29 +388,29 @@ def _missing(name: str, counts: Counts, fits: Iterable[RateFit]) -> list[str]:
 
 # --- experiments ------------------------------------------------------------------------------
 
-def _open_slice(store: Store, name: str, selection: Slice | None) -> xr.Dataset:
-    """An experiment's cube, cut to the ``selection``'s algorithms and problems (lazy)."""
+def _open_slice(store: Store, name: str, only: Slice | None) -> xr.Dataset:
+    """An experiment's cube, cut to the slice ``only``'s algorithms and problems (lazy)."""
     ds = xr.open_zarr(str(store.path), group=name, consolidated=False, chunks=None)
-    if selection:
-        ds = ds.isel(selection.positions(store.selection_index()[name]))
+    if only:
+        ds = ds.isel(only.positions(store.slice_index()[name]))
     return ds
 
 
-def _counts(store: Store, name: str, selection: Slice | None) -> Counts:
-    if not selection:
+def _counts(store: Store, name: str, only: Slice | None) -> Counts:
+    if not only:
         return store.counts(name)
     status = store.status(name)
-    return Counts.of(status[selection.mask(status.shape, store.selection_index()[name])])
+    return Counts.of(status[only.mask(status.shape, store.slice_index()[name])])
 
 
-def _names(store: Store, selection: Slice | None) -> list[str]:
-    """The store's experiments in the ``selection`` (checked: a value matching nothing is bad
+def _names(store: Store, only: Slice | None) -> list[str]:
+    """The store's experiments in the slice ``only`` (checked: a value matching nothing is bad
     input)."""
-    if not selection:
+    if not only:
         return store.experiments()
-    index = store.selection_index()
-    selection.check(index)
-    return selection.experiments(index)
+    index = store.slice_index()
+    only.check(index)
+    return only.experiments(index)
 
 
 def _fit_options(n_resamples: int) -> dict[str, Any]:
@@ -422,11 +422,11 @@ def _fit_options(n_resamples: int) -> dict[str, Any]:
 
 
 def experiment_fits(store: Store, name: str, *, n_resamples: int = DEFAULT.n_resamples,
-                    allow_incomplete: bool = False, selection: Slice | None = None,
+                    allow_incomplete: bool = False, only: Slice | None = None,
                     ) -> tuple[xr.Dataset, list[RateFit]]:
-    """An experiment's cube (the variables the report reads; the ``selection``'s slice) and its
+    """An experiment's cube (the variables the report reads; the slice ``only``) and its
     rate fits, with the report's analysis settings (the Methods section states them)."""
-    ds = _open_slice(store, name, selection)
+    ds = _open_slice(store, name, only)
     ds = ds[[v for v in REPORT_VARIABLES if v in ds]].load()
     fits = fit_rates(ds, allow_incomplete=allow_incomplete, **_fit_options(n_resamples))
     return ds, fits
@@ -434,19 +434,19 @@ def experiment_fits(store: Store, name: str, *, n_resamples: int = DEFAULT.n_res
 
 def expectation_checks(store: Store, name: str, ds: xr.Dataset, fits: Sequence[RateFit], *,
                        n_resamples: int = DEFAULT.n_resamples, allow_incomplete: bool = False,
-                       selection: Slice | None = None) -> list[ExpectationCheck]:
+                       only: Slice | None = None) -> list[ExpectationCheck]:
     """An experiment's declared expectations checked: those naming another cube variable
     (``variable:``, e.g. ``population_excess_risk`` or ``func_queries``) get fits of that variable
     along their axes, with the report's analysis settings."""
     declared = ds.attrs.get("expectations", [])
-    if selection:  # the expectations about the slice's algorithms and problems
+    if only:  # the expectations about the slice's algorithms and problems
         present = ({str(v) for v in ds.algorithm.values}, {str(v) for v in ds.problem.values})
         declared = [e for e in declared
                     if str(e["algorithm"]) in present[0] and str(e["problem"]) in present[1]]
     extra: list[RateFit] = []
     wanted = sorted({str(e.get("variable", "excess_risk")) for e in declared} - {"excess_risk"})
     if wanted:
-        full = _open_slice(store, name, selection)
+        full = _open_slice(store, name, only)
         for var in (v for v in wanted if v in full):
             sub = full[[v for v in (*REPORT_VARIABLES, var) if v in full]].load()
             axes = sorted({str(e["axis"]) for e in declared
@@ -458,34 +458,34 @@ def expectation_checks(store: Store, name: str, ds: xr.Dataset, fits: Sequence[R
 
 def store_expectations(store: Store, *, n_resamples: int = DEFAULT.n_resamples,
                        allow_incomplete: bool = False,
-                       selection: Slice | None = None) -> list[ExpectationCheck]:
+                       only: Slice | None = None) -> list[ExpectationCheck]:
     """Every experiment's declared expected rates checked against its fits (``dpbench check``);
-    with a ``selection``, those about its slice."""
-    names = _names(store, selection)
+    with a slice ``only``, those about its slice."""
+    names = _names(store, only)
     if not allow_incomplete:
-        _check_complete(store, names, selection)
+        _check_complete(store, names, only)
     out: list[ExpectationCheck] = []
     for name in names:
         ds, fits = experiment_fits(store, name, n_resamples=n_resamples,
-                                   allow_incomplete=allow_incomplete, selection=selection)
+                                   allow_incomplete=allow_incomplete, only=only)
         out.extend(expectation_checks(store, name, ds, fits, n_resamples=n_resamples,
-                                      allow_incomplete=allow_incomplete, selection=selection))
+                                      allow_incomplete=allow_incomplete, only=only))
     return out
 
 
 def experiment_section(store: Store, name: str, *, n_resamples: int = DEFAULT.n_resamples,
                        allow_incomplete: bool = False,
-                       selection: Slice | None = None) -> ExperimentSection:
+                       only: Slice | None = None) -> ExperimentSection:
     """Everything the report shows about one experiment (fits, figures, comparisons, cells, the
-    privacy spent; of the ``selection``'s slice)."""
+    privacy spent; of the slice ``only``)."""
     ds, fits = experiment_fits(store, name, n_resamples=n_resamples,
-                               allow_incomplete=allow_incomplete, selection=selection)
+                               allow_incomplete=allow_incomplete, only=only)
     found = analyse(ds, fits, n_resamples=n_resamples)
     expectations = expectation_checks(store, name, ds, fits, n_resamples=n_resamples,
-                                      allow_incomplete=allow_incomplete, selection=selection)
+                                      allow_incomplete=allow_incomplete, only=only)
     cards, refs = _cards(ds)
     carded = {c.label for c in cards}
-    counts = _counts(store, name, selection)
+    counts = _counts(store, name, only)
     sec = ExperimentSection(
         name=name, description=str(ds.attrs.get("description", "")).strip(),
         shape=_shape_text(ds), normalisation=str(ds.attrs.get("normalisation", "")),
@@ -508,12 +508,12 @@ def experiment_section(store: Store, name: str, *, n_resamples: int = DEFAULT.n_
 
 
 def _check_complete(store: Store, names: Sequence[str] | None = None,
-                    selection: Slice | None = None) -> None:
+                    only: Slice | None = None) -> None:
     """UserInputError naming the incomplete experiments (the report needs complete cubes; with
-    a ``selection``, complete slices)."""
+    a slice ``only``, complete slices)."""
     bad = []
     for name in store.experiments() if names is None else names:
-        c = _counts(store, name, selection)
+        c = _counts(store, name, only)
         if c.pending or c.failed:
             bad.append(f"{name}: {c.pending} pending, {c.failed} failed of {c.total} cells")
     if bad:
@@ -541,23 +541,23 @@ def _environments(store: Store) -> list[dict[str, Any]]:
     return out
 
 
-def built_with(store: Store, meta: dict[str, Any], selection: Slice | None = None,
+def built_with(store: Store, meta: dict[str, Any], only: Slice | None = None,
                ) -> dict[str, Any]:
     """What a report was built with, machine-readable (rendered into both pages, read back by
     :func:`read_built_with`): the analysis version, the suite's source and hash, and the version
     of every mechanism and problem (by registered name) of the experiments and audits it shows
-    (of the ``selection``'s slice). A committed report whose record differs from the code is
+    (of the slice ``only``). A committed report whose record differs from the code is
     stale."""
     from ..audit.store import audit_names, group_path
 
     algorithms: dict[str, str] = {}
     problems: dict[str, str] = {}
     groups = []
-    for name in _names(store, selection):
-        ds = _open_slice(store, name, selection)
+    for name in _names(store, only):
+        ds = _open_slice(store, name, only)
         shown = ({str(v) for v in ds.algorithm.values}, {str(v) for v in ds.problem.values})
         groups.append((store.root[name].attrs, shown))
-    if not selection:
+    if not only:
         groups += [(store.root[group_path(name)].attrs, None) for name in audit_names(store)]
     for attrs, shown in groups:
         for label, info in (attrs.get("algorithms") or {}).items():
@@ -593,10 +593,10 @@ def read_built_with(text: str) -> dict[str, Any] | None:
     return record if isinstance(record, dict) else None
 
 
-def _provenance(store: Store, selection: Slice | None = None) -> dict[str, Any]:
+def _provenance(store: Store, only: Slice | None = None) -> dict[str, Any]:
     meta = dict(store.root.attrs[ROOT_KEY])
     return {
-        "built_with": built_with(store, meta, selection),
+        "built_with": built_with(store, meta, only),
         "suite_name": str(meta.get("suite_name", store.path.stem)),
         "suite_source": str(meta.get("suite_source", "")),
         "suite_hash": str(meta.get("suite_hash", "")),
@@ -670,7 +670,7 @@ def safe_file_stem(name: Any, fallback: str = "report") -> str:
     return text if ok else fallback
 
 
-def default_output(store: Store, selection: Slice | None = None) -> Path:
+def default_output(store: Store, only: Slice | None = None) -> Path:
     """``reports/<suite name>.html`` for a store (relative to the working directory); the suite
     name read from the store is used only if it is a safe file stem (:func:`safe_file_stem`),
     else the store directory's name, else ``report``. The report of a slice (``--only``) is
@@ -678,8 +678,8 @@ def default_output(store: Store, selection: Slice | None = None) -> Path:
     meta = dict(store.root.attrs[ROOT_KEY])
     stem = safe_file_stem(meta.get("suite_name"),
                           safe_file_stem(store.path.resolve().name.removesuffix(".zarr")))
-    if selection:
-        values = re.sub(r"[^A-Za-z0-9_-]+", "_", selection.describe())[:60]
+    if only:
+        values = re.sub(r"[^A-Za-z0-9_-]+", "_", only.describe())[:60]
         stem = safe_file_stem(f"{stem}.only-{values}", f"{stem}.only")
     return Path("reports") / f"{stem}.html"
 
@@ -712,18 +712,18 @@ def check_output(html_path: Path, overwrite: bool = False, option: str = "--outp
 
 def report_context(store: Store, *, n_resamples: int = DEFAULT.n_resamples,
                    allow_incomplete: bool = False,
-                   selection: Slice | None = None) -> dict[str, Any]:
+                   only: Slice | None = None) -> dict[str, Any]:
     """Everything the templates show, computed from the store (see :func:`build_report`): the
     entries shared by the page and its sections, then what each registered section adds. With
-    a ``selection``, the report is of that slice and says so under its title."""
-    names = _names(store, selection)
+    a slice ``only``, the report is of that slice and says so under its title."""
+    names = _names(store, only)
     if not allow_incomplete:
-        _check_complete(store, names, selection)
+        _check_complete(store, names, only)
     experiments = [experiment_section(store, name, n_resamples=n_resamples,
-                                      allow_incomplete=allow_incomplete, selection=selection)
+                                      allow_incomplete=allow_incomplete, only=only)
                    for name in names]
-    prov = _provenance(store, selection)
-    prov["slice"] = selection.describe() if selection else ""
+    prov = _provenance(store, only)
+    prov["slice"] = only.describe() if only else ""
     shared = {
         "prov": prov,
         "experiments": experiments,

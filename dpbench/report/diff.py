@@ -29,10 +29,10 @@ from ..store.cube import ROOT_KEY, Store
 from .build import environment, page_paths, write_pages
 from .figures import axis_symbol
 
-def _cube(store: Store, name: str, selection: Slice | None = None) -> xr.Dataset:
+def _cube(store: Store, name: str, only: Slice | None = None) -> xr.Dataset:
     ds = xr.open_zarr(str(store.path), group=name, consolidated=False, chunks=None)
-    if selection:
-        ds = ds.isel(selection.positions(store.selection_index()[name]))
+    if only:
+        ds = ds.isel(only.positions(store.slice_index()[name]))
     return ds[[v for v in DIFF_VARIABLES if v in ds]].load()
 
 
@@ -48,9 +48,9 @@ def _provenance(store: Store, path: str | Path) -> dict[str, Any]:
 
 
 def diff_stores(path_a: str | Path, path_b: str | Path, *, alpha: float, min_change: float,
-                n_resamples: int = DEFAULT.n_resamples, selection: Slice | None = None,
+                n_resamples: int = DEFAULT.n_resamples, only: Slice | None = None,
                 ) -> tuple[StoreDiff, dict[str, Any]]:
-    """Diff store B against store A (the ``selection``'s slice, checked against A): the diff and
+    """Diff store B against store A (the slice ``only``, checked against A): the diff and
     both stores' provenance.
 
     Raises :class:`~dpbench.core.errors.StoreError` for a path that is not a dpbench store and
@@ -59,10 +59,10 @@ def diff_stores(path_a: str | Path, path_b: str | Path, *, alpha: float, min_cha
     store_a, store_b = Store.open(path_a), Store.open(path_b)
     prov = {"a": _provenance(store_a, path_a), "b": _provenance(store_b, path_b)}
     names_a, names_b = store_a.experiments(), store_b.experiments()
-    if selection:
-        selection.check(store_a.selection_index())
-        names_a, names_b = selection.experiments(names_a), [
-            n for n in names_b if selection.experiment is None or n in selection.experiment]
+    if only:
+        only.check(store_a.slice_index())
+        names_a, names_b = only.experiments(names_a), [
+            n for n in names_b if only.experiment is None or n in only.experiment]
     common = [n for n in names_a if n in names_b]
     seeds = (prov["a"]["root_seed"], prov["b"]["root_seed"])
     if seeds[0] != seeds[1]:
@@ -71,7 +71,7 @@ def diff_stores(path_a: str | Path, path_b: str | Path, *, alpha: float, min_cha
     if not common:
         raise UnpairableStores(f"the stores have no experiment in common (A: "
                                f"{', '.join(names_a) or 'none'}; B: {', '.join(names_b) or 'none'})")
-    pairs = {name: (_cube(store_a, name, selection), _cube(store_b, name, selection))
+    pairs = {name: (_cube(store_a, name, only), _cube(store_b, name, only))
              for name in common}
     result = diff_cubes(pairs, experiments_only_a=[n for n in names_a if n not in common],
                         experiments_only_b=[n for n in names_b if n not in common],

@@ -382,15 +382,15 @@ class Store:
     def experiments(self) -> list[str]:
         return sorted(name for name, _ in self.root.groups() if self._initialised(name))
 
-    def selection_index(self) -> dict[str, dict[str, tuple[list[str], list[str]]]]:
+    def slice_index(self) -> dict[str, dict[str, tuple[list[str], list[str]]]]:
         """Per experiment, its algorithm and problem labels with the registered names behind
         them (what a :class:`~dpbench.config.slice.Slice` matches); read once per open
         store (:meth:`prepare` resets it)."""
         if self._index is None:
-            self._index = self._read_selection_index()
+            self._index = self._read_slice_index()
         return self._index
 
-    def _read_selection_index(self) -> dict[str, dict[str, tuple[list[str], list[str]]]]:
+    def _read_slice_index(self) -> dict[str, dict[str, tuple[list[str], list[str]]]]:
         out = {}
         for name in self.experiments():
             attrs = self.root[name].attrs
@@ -416,7 +416,7 @@ class Store:
     def failures(self, experiment: str, limit: int = 20, where: np.ndarray | bool = True,
                  ) -> list[tuple[dict[str, Any], str]]:
         """(coordinates, message) of up to ``limit`` failed cells (among those ``where`` is
-        true: a selection's mask)."""
+        true: a slice's mask)."""
         g = self.root[experiment]
         st = self.status(experiment)
         idx = np.argwhere((st == FAILED) & where)[:limit]
@@ -530,18 +530,18 @@ class Store:
         summary = self.root.attrs[ROOT_KEY].get(SUMMARY_KEY)
         return summary.get("rows") if isinstance(summary, dict) else None
 
-    def status_rows(self, selection: Any = None) -> list[tuple[str, str, int, int, int, int, int]]:
-        """Per experiment and algorithm label, among the ``selection``'s cells (a
+    def status_rows(self, only: Any = None) -> list[tuple[str, str, int, int, int, int, int]]:
+        """Per experiment and algorithm label, among the slice ``only``'s cells (a
         :class:`dpbench.config.slice.Slice`; all by default): (experiment, label, cells, done,
         failed, not applicable, pending)."""
-        index = self.selection_index()
-        if selection is not None:
-            selection.check(index)
+        index = self.slice_index()
+        if only is not None:
+            only.check(index)
         rows = []
-        for name in selection.experiments(index) if selection is not None else list(index):
+        for name in only.experiments(index) if only is not None else list(index):
             st = self.status(name)
             labels, _ = index[name]["algorithm"]
-            picked = (selection.mask(st.shape, index[name]) if selection is not None
+            picked = (only.mask(st.shape, index[name]) if only is not None
                       else np.ones(st.shape, dtype=bool))
             for i, label in enumerate(labels):
                 if not picked[i].any():

@@ -29,7 +29,7 @@ def test_a_run_of_a_slice_computes_only_that_slice_and_resumes_to_the_whole(
     suite = parse_suite(TINY_SUITE)
     store = tmp_path / "s.zarr"
     part = run_suite(suite, store, workers=0, progress=False,
-                     selection=Slice.parse(["algorithm=noisy_sgd", "problem=lb_quad"]))
+                     only=Slice.parse(["algorithm=noisy_sgd", "problem=lb_quad"]))
     assert set(part.counts) == {"approx"} and part.complete
     st = open_cube(store, "approx")["status"]
     chosen = st.sel(algorithm=["sgd", "sgd_sc"], problem="lb_quad")
