@@ -1,4 +1,5 @@
-"""Shared fixtures and the ``slow`` marking of the statistical harness checks."""
+"""Shared fixtures and the ``slow`` marking: the statistical harness checks, and the tests listed
+in ``slow_tests.txt`` (measured: see ``scripts/slow_tests.py``)."""
 
 from __future__ import annotations
 
@@ -13,11 +14,19 @@ from tests.support.cubes import TINY_SUITE
 _STATISTICAL_CHECKS = ("check_empirical_privacy", "check_epsilon_limit", "check_rate_smoke")
 
 
+#: Tests measured at a second or more on 2 cores: left out of the fast loop, which stays near two
+#: minutes (README).
+_MEASURED_SLOW = frozenset(
+    line.strip() for line in (Path(__file__).parent / "slow_tests.txt").read_text(
+        encoding="utf-8").splitlines() if line.strip() and not line.startswith("#"))
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Every harness case of a statistical check is ``slow``: outside the fast development loop
-    (``-m "not slow"``), still in the default run."""
+    """Every harness case of a statistical check, and every test of ``slow_tests.txt``, is
+    ``slow``: outside the fast development loop (``-m "not slow"``), still in the default run."""
     for item in items:
-        if any(name in item.nodeid for name in _STATISTICAL_CHECKS):
+        if any(name in item.nodeid for name in _STATISTICAL_CHECKS) or \
+                item.nodeid in _MEASURED_SLOW:
             item.add_marker(pytest.mark.slow)
 
 
