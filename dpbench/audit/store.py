@@ -26,6 +26,7 @@ recomputes identically; recorded decisions are reused, never recomputed.
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -70,11 +71,12 @@ def audit_names(store: Store) -> list[str]:
                   if g.attrs.get(AUDIT_KEY, {}).get("initialised", False))
 
 
-def open_audit(store_path: Any, name: str) -> xr.Dataset:
-    """The audit group ``name`` of a store as an xarray Dataset (lazy): the point variables."""
+def open_audit(store: str | os.PathLike[str], name: str) -> xr.Dataset:
+    """The audit group ``name`` of the store at path ``store`` as an xarray Dataset (lazy): the
+    point variables."""
     import xarray as xr  # not at module level: ``dpbench status`` needs no xarray (issue 17)
 
-    return xr.open_zarr(str(store_path), group=group_path(name), consolidated=False)
+    return xr.open_zarr(os.fspath(store), group=group_path(name), consolidated=False)
 
 
 def _create_coord(g: zarr.Group, name: str, values: Sequence[Any]) -> None:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from pathlib import Path
+import os
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -33,12 +33,12 @@ def rows_table(rows: list[Any], path: Any, only: Slice | None = None) -> Table:
     return t
 
 
-def results_table(path: str | Path, experiment: str) -> Table:
+def results_table(store: str | os.PathLike[str], experiment: str) -> Table:
     """Mean excess risk (done cells) per algorithm and problem, at each n (other axes pooled
     over their first value)."""
     import xarray as xr  # not at module level: ``dpbench status`` needs no xarray (issue 17)
 
-    ds = xr.open_zarr(str(path), group=experiment, consolidated=False)
+    ds = xr.open_zarr(os.fspath(store), group=experiment, consolidated=False)
     sel = {d: 0 for d in ds.excess_risk.dims if d not in ("algorithm", "problem", "n", "seed")}
     er = ds.excess_risk.isel(sel).where(ds.status.isel(sel) == DONE).load()
     t = Table(title=f"{experiment}: mean excess risk (average scale) at "

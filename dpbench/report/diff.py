@@ -12,6 +12,7 @@ the same two stores give the same bytes.
 from __future__ import annotations
 
 import math
+import os
 import re
 from pathlib import Path
 from typing import Any
@@ -36,31 +37,32 @@ def _cube(store: Store, name: str, only: Slice | None = None) -> xr.Dataset:
     return ds[[v for v in DIFF_VARIABLES if v in ds]].load()
 
 
-def _provenance(store: Store, path: str | Path) -> dict[str, Any]:
+def _provenance(store: Store) -> dict[str, Any]:
     meta = dict(store.root.attrs[ROOT_KEY])
     versions = sorted({str(store.root[name].attrs.get("packages", {}).get("dpbench", ""))
                        for name in store.experiments()} - {""})
-    return {"path": str(path), "suite_name": str(meta.get("suite_name", "")),
+    return {"path": str(store.path), "suite_name": str(meta.get("suite_name", "")),
             "suite_hash": str(meta.get("suite_hash", "")), "root_seed": meta.get("root_seed", ""),
             "created_utc": str(meta.get("created_utc", "")),
             "store_version": str(meta.get("dpbench_version", "")),
             "run_versions": ", ".join(versions), "experiments": store.experiments()}
 
 
-def diff_stores(path_a: str | Path, path_b: str | Path, *, alpha: float, min_change: float,
+def diff_stores(store_a: str | os.PathLike[str], store_b: str | os.PathLike[str], *,
+                alpha: float, min_change: float,
                 n_resamples: int = DEFAULT.n_resamples, only: Slice | None = None,
                 ) -> tuple[StoreDiff, dict[str, Any]]:
-    """Diff store B against store A (the slice ``only``, checked against A): the diff and
-    both stores' provenance.
+    """Diff the store at path ``store_b`` against the one at ``store_a`` (the slice ``only``,
+    checked against A): the diff and both stores' provenance.
 
     Raises :class:`~dpbench.core.errors.StoreError` for a path that is not a dpbench store and
     :class:`~dpbench.analysis.diff.UnpairableStores` when the stores' cells do not share their
     data (different root seeds or problem definitions) or no cell is done in both."""
-    store_a, store_b = Store.open(path_a), Store.open(path_b)
-    prov = {"a": _provenance(store_a, path_a), "b": _provenance(store_b, path_b)}
-    names_a, names_b = store_a.experiments(), store_b.experiments()
+    a, b = Store.open(store_a), Store.open(store_b)
+    prov = {"a": _provenance(a), "b": _provenance(b)}
+    names_a, names_b = a.experiments(), b.experiments()
     if only:
-        only.check(store_a.slice_index())
+        only.check(a.slice_index())
         names_a, names_b = only.experiments(names_a), [
             n for n in names_b if only.experiment is None or n in only.experiment]
     common = [n for n in names_a if n in names_b]
@@ -71,7 +73,7 @@ def diff_stores(path_a: str | Path, path_b: str | Path, *, alpha: float, min_cha
     if not common:
         raise UnpairableStores(f"the stores have no experiment in common (A: "
                                f"{', '.join(names_a) or 'none'}; B: {', '.join(names_b) or 'none'})")
-    pairs = {name: (_cube(store_a, name, only), _cube(store_b, name, only))
+    pairs = {name: (_cube(a, name, only), _cube(b, name, only))
              for name in common}
     result = diff_cubes(pairs, experiments_only_a=[n for n in names_a if n not in common],
                         experiments_only_b=[n for n in names_b if n not in common],
