@@ -13,6 +13,7 @@ interrupted by Ctrl-C or SIGTERM (rerun to resume); 141 the reader of the output
 from __future__ import annotations
 
 import argparse
+import io
 import math
 import sys
 import warnings
@@ -42,6 +43,10 @@ class Terminated(BaseException):
 
 def _on_sigterm(signum: int, frame: Any) -> None:
     raise Terminated(f"signal {signum} (SIGTERM)")
+#: What an interrupted command says to do next.
+_RESUME = {"run": "; run the same command again to resume",
+           "audit": "; run the same command again to resume"}
+
 #: Sentinel of ``run --report`` without a path: ``reports/<suite name>.html``.
 DEFAULT_REPORT = "<default>"
 
@@ -563,7 +568,16 @@ def _disk_fault_message(args: argparse.Namespace, exc: OSError) -> str:
             "before: free some space and run the same command again to resume")
 
 
+def _replace_unencodable() -> None:
+    """Print on any terminal: what the standard streams' encoding cannot show (ASCII, Latin-1)
+    becomes ``?`` instead of a ``UnicodeEncodeError``."""
+    for stream in (sys.stdout, sys.stderr):
+        if isinstance(stream, io.TextIOWrapper) and stream.errors == "strict":
+            stream.reconfigure(errors="replace")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    _replace_unencodable()
     args = _build_parser().parse_args(argv)
     handler = {"run": _cmd_run, "validate": _cmd_validate, "plan": _cmd_plan, "list": _cmd_list,
                "status": _cmd_status, "report": _cmd_report, "check": _cmd_check,
@@ -571,12 +585,13 @@ def main(argv: Sequence[str] | None = None) -> int:
                "audit": _cmd_audit, "export": export.run,
                diff.NAME: diff.run, diff.DEPRECATED_NAME: diff.run_deprecated}[args.command]
     previous = None
-    if args.command in ("run", "audit"):
-        import signal
-        import threading
+    import signal
+    import threading
 
-        if threading.current_thread() is threading.main_thread():
-            previous = signal.signal(signal.SIGTERM, _on_sigterm)
+    # SIGTERM ends every command like Ctrl-C: clean-up runs (no partial output, the run log
+    # records it, the writer lock is released) and the exit code is 143.
+    if threading.current_thread() is threading.main_thread():
+        previous = signal.signal(signal.SIGTERM, _on_sigterm)
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("default")
@@ -586,11 +601,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"dpbench {args.command}: error: {exc}", file=sys.stderr)
         return EXIT_USAGE
     except KeyboardInterrupt:
-        print("dpbench: interrupted; run the same command again to resume", file=sys.stderr)
+        print(f"dpbench: interrupted{_RESUME.get(args.command, '')}", file=sys.stderr)
         return EXIT_SIGINT
     except Terminated:
-        print("dpbench: terminated (SIGTERM); run the same command again to resume",
-              file=sys.stderr)
+        print(f"dpbench: terminated (SIGTERM){_RESUME.get(args.command, '')}", file=sys.stderr)
         return EXIT_SIGTERM
     except Exception as exc:
         from ..core.errors import SchedulerLost

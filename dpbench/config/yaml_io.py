@@ -18,6 +18,7 @@ from typing import Any
 
 import yaml
 
+from ..core.files import NotReadable, read_regular
 from .validation import short
 
 #: Bounds on what a configuration file (a suite, a cluster profile; a few KB in practice) may
@@ -41,6 +42,27 @@ class BoundedLoader(yaml.SafeLoader):
             if self._aliases > MAX_YAML_ALIASES:
                 raise yaml.YAMLError(f"more than {MAX_YAML_ALIASES} YAML aliases (*name)")
         return super().compose_node(parent, index)
+
+    def construct_mapping(self, node: Any, deep: bool = False) -> Any:
+        """A key given twice in one mapping is an error naming both lines (YAML would keep the
+        last silently: two ``root_seed``s). Keys merged in with ``<<`` may be overridden."""
+        if isinstance(node, yaml.MappingNode):
+            seen: dict[Any, int] = {}
+            for key_node, _ in node.value:
+                if key_node.tag == "tag:yaml.org,2002:merge" or not isinstance(
+                        key_node, yaml.ScalarNode):
+                    continue
+                key = self.construct_object(key_node)
+                line = key_node.start_mark.line + 1
+                try:
+                    first = seen.setdefault(key, line)
+                except TypeError:  # an unhashable key: the constructor reports it
+                    continue
+                if first != line:
+                    raise yaml.constructor.ConstructorError(
+                        None, None, f"duplicate key {short(str(key), 60)} at line {line} "
+                        f"(first at line {first}); give each key once", key_node.start_mark)
+        return super().construct_mapping(node, deep)
 
     def construct_object(self, node: Any, deep: bool = False) -> Any:
         """A value whose explicit tag cannot read it (``!!int x``, ``!!timestamp 1``,
@@ -85,12 +107,21 @@ class ConfigTextError(ValueError):
     raises its own error type with the file's name)."""
 
 
+#: Most bytes read from a configuration file: its character limit in UTF-8's widest encoding.
+MAX_CONFIG_BYTES = 4 * MAX_CONFIG_CHARS
+
+
 def read_config(path: Path, kind: ConfigKind) -> str:
-    """The UTF-8 text of a configuration file."""
+    """The UTF-8 text of a configuration file (a regular file, read with a size limit:
+    :func:`dpbench.core.files.read_regular`)."""
     try:
-        return path.read_text(encoding="utf-8")
+        data = read_regular(path, MAX_CONFIG_BYTES, kind.noun)
     except OSError as exc:
         raise ConfigTextError(f"cannot read the {kind.title}: {exc.strerror or exc}") from None
+    except NotReadable as exc:
+        raise ConfigTextError(str(exc)) from None
+    try:
+        return data.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise ConfigTextError(f"not UTF-8 text: byte {exc.object[exc.start]:#04x} at offset "
                               f"{exc.start}; save the {kind.noun} as UTF-8") from None

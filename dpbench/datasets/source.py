@@ -33,9 +33,13 @@ from typing import Any
 import numpy as np
 
 from ..core.errors import did_you_mean
+from ..core.files import NotReadable, read_regular
 from .bundled import load_bundled
 from .files import DatasetError, Table, read_csv, read_npz, read_svmlight
 from .prepare import Prepared, prepare
+
+#: Largest dataset file read (a data file beyond it is refused, never read whole into memory).
+MAX_DATASET_BYTES = 2 * 2**30
 
 __all__ = ["FILE_KINDS", "KINDS", "Loaded", "Spec", "identity", "load", "load_prepared",
            "locate", "parse"]
@@ -125,9 +129,11 @@ def _file(kind: str, path: str, size: int, mtime_ns: int, options: tuple[Any, ..
     """Read and parse a file (cached by path, size and modification time: a changed file is
     read again)."""
     try:
-        data = Path(path).read_bytes()
+        data = read_regular(path, MAX_DATASET_BYTES, "dataset file")
     except OSError as exc:
         raise DatasetError("dataset", f"cannot read {path}: {exc.strerror or exc}") from None
+    except NotReadable as exc:
+        raise DatasetError("dataset", str(exc)) from None
     what = f"{kind} file {path}"
     header, label_column, feature_columns, x_array, y_array = options
     if kind == "csv":

@@ -15,16 +15,19 @@ the same kind of message is raised (docs/reliability.md, 'Disk faults').
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import os
+import signal
+import threading
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
 from ..core.errors import UserInputError
 
-__all__ = ["DISK_ERRNOS", "check_writable", "disk_reason", "is_disk_error", "missing_dirs",
-           "remove_empty_dirs"]
+__all__ = ["DISK_ERRNOS", "check_writable", "deferred_signals", "disk_reason", "is_disk_error",
+           "missing_dirs", "remove_empty_dirs", "write_all_or_nothing"]
 
 #: The errno values of "this file system will not take the write": full, over quota, read-only,
 #: not permitted, file too large.
@@ -118,12 +121,37 @@ def check_writable(path: str | Path, option: str,
             raise error(f"{option}: cannot write to {str(path)!r} ({reason}); {hint} {option}")
 
 
+@contextlib.contextmanager
+def deferred_signals() -> Iterator[None]:
+    """Hold SIGINT and SIGTERM until the block ends, then deliver them as they would have been
+    (the handler in place before, or the default: ``KeyboardInterrupt`` / ending the process).
+    Python runs signal handlers in the main thread only, so elsewhere there is nothing to defer
+    and the block runs as it is."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    caught: list[int] = []
+    wanted = (signal.SIGINT, signal.SIGTERM)
+    previous = {sig: signal.signal(sig, lambda signum, frame: caught.append(signum))
+                for sig in wanted}
+    try:
+        yield
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+        for signum in caught[:1]:
+            signal.raise_signal(signum)
+
+
 def write_all_or_nothing(targets: Sequence[tuple[Path, Callable[[Path], None]]],
                          option: str = "--output") -> None:
     """Write files all or nothing: each ``(path, write)`` writes a temporary file beside its
-    target (``write(temporary)``), then every temporary is renamed into place. Any error removes
-    the temporaries and the directories created for them, and a disk error becomes a
-    :class:`UserInputError` naming ``option`` (exit 2): no partial or changed file is left."""
+    target (``write(temporary)``), then every temporary is renamed into place, with Ctrl-C and
+    SIGTERM held for the renames (:func:`deferred_signals`), so that a set of files (a report's
+    HTML page and its Markdown summary) is replaced together or not at all. Any error or
+    interruption before removes the temporaries and the directories created for them, and a
+    disk error becomes a :class:`UserInputError` naming ``option`` (exit 2): no partial or
+    changed file is left."""
     first = targets[0][0]
     created = missing_dirs(first.parent)
     temporaries: list[Path] = []
@@ -133,9 +161,10 @@ def write_all_or_nothing(targets: Sequence[tuple[Path, Callable[[Path], None]]],
             tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex}.partial")
             temporaries.append(tmp)
             write(tmp)
-        for (path, _), tmp in zip(targets, temporaries):
-            os.replace(tmp, path)
-    except Exception as exc:
+        with deferred_signals():
+            for (path, _), tmp in zip(targets, temporaries):
+                os.replace(tmp, path)
+    except BaseException as exc:
         for tmp in temporaries:
             tmp.unlink(missing_ok=True)
         remove_empty_dirs(created)
