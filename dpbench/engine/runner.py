@@ -379,6 +379,32 @@ def _prepared(path: Path, record: SuiteRecord, restart: bool, plan: Plan | None
     return store, store.mark_not_applicable(plan.not_applicable) if plan is not None else 0
 
 
+def _prepared_or_logged(path: Path, record: SuiteRecord, restart: bool, plan: Plan | None,
+                        resuming: bool) -> tuple[Any, int]:
+    """:func:`_prepared`; when preparing an existing store is interrupted (Ctrl-C or SIGTERM
+    while an experiment grows: :mod:`dpbench.store.growth` has put the store back as it was),
+    the interruption is recorded in the store's run log before it propagates."""
+    started = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
+    t0 = time.perf_counter()
+    try:
+        return _prepared(path, record, restart, plan)
+    except BaseException as exc:
+        if resuming and not isinstance(exc, Exception):  # Ctrl-C, SIGTERM (the CLI's Terminated)
+            _log_interrupted(path, started, t0, exc)
+        raise
+
+
+def _log_interrupted(path: Path, started: str, t0: float, exc: BaseException) -> None:
+    from ..store.cube import Store
+    from ..store.writable import deferred_signals
+
+    with deferred_signals(), contextlib.suppress(Exception):
+        Store.open(path, mode="r+").record_run({
+            "started_utc": started, "seconds": round(time.perf_counter() - t0, 3),
+            "backend": "none (interrupted while preparing the store)", "cells_computed": 0,
+            "cells_failed": 0, "interrupted": f"{type(exc).__name__}: {exc}"})
+
+
 def _run_prepared(suite: Suite, record: SuiteRecord, path: Path, planned: Plan,
                   connection: Connection, opened: Any, *, resuming: bool, restart: bool,
                   retry_failed: bool, window: int | None, progress: bool,
@@ -387,7 +413,8 @@ def _run_prepared(suite: Suite, record: SuiteRecord, path: Path, planned: Plan,
     plan = planned
     creating: Future[tuple[Any, int]] | None = None
     if opened is None:
-        store, not_applicable = _prepared(path, record, restart, None if resuming else plan)
+        store, not_applicable = _prepared_or_logged(path, record, restart,
+                                                    None if resuming else plan, resuming)
         if resuming:
             plan = plan_suite(suite, {e.name: store.pending_mask(e.name, retry_failed)
                                       & (True if masks is None else masks[e.name])

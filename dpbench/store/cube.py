@@ -131,21 +131,10 @@ def _gather(aws: Sequence[Awaitable[Any]]) -> list[Any]:
     return _zarr_sync(_all()) if aws else []
 
 
-def _settle_writes(timeout: float = 10.0) -> None:
-    """Wait for zarr writes still in flight on zarr's event loop: when one write of a concurrent
-    batch fails (:func:`_gather`), the others go on and may create files after the failure."""
-    async def _wait_others() -> None:
-        current = asyncio.current_task()
-        others = [t for t in asyncio.all_tasks() if t is not current and not t.done()]
-        if others:
-            await asyncio.wait(others, timeout=timeout)
-    _zarr_sync(_wait_others())
-
-
 def _remove_new_store(path: Path, keep_dir: bool) -> None:
     """Remove what a failed creation wrote at ``path`` (its contents only when ``keep_dir``: the
     empty directory was there before), once no zarr write is in flight."""
-    _settle_writes()
+    growth.settle_writes()
     if not keep_dir:
         shutil.rmtree(path, ignore_errors=True)
         return

@@ -19,6 +19,7 @@ between the renames. See docs/architecture.md, "Growing a store".
 
 from __future__ import annotations
 
+import asyncio
 import os
 import shutil
 from collections.abc import Callable, Mapping, Sequence
@@ -28,10 +29,12 @@ from typing import Any
 
 import numpy as np
 import zarr
+from zarr.core.sync import sync as _zarr_sync
 
 from ..core.schema import VARIABLE_NAMES
 from ..core.seeding import canonical
 from .paths import STAGING_SUFFIX
+from .writable import deferred_signals
 
 #: Suffix, inside the staging directory, of the experiment group set aside by the swap.
 _OLD = ".old"
@@ -117,6 +120,17 @@ def staging_dir(store: Path) -> Path:
     return store.with_name(store.name + STAGING_SUFFIX)
 
 
+def settle_writes(timeout: float = 10.0) -> None:
+    """Wait for zarr writes still in flight on zarr's event loop: when one write of a concurrent
+    batch fails or is interrupted, the others go on and may create files after the failure."""
+    async def _wait_others() -> None:
+        current = asyncio.current_task()
+        others = [t for t in asyncio.all_tasks() if t is not current and not t.done()]
+        if others:
+            await asyncio.wait(others, timeout=timeout)
+    _zarr_sync(_wait_others())
+
+
 def recover(store: Path) -> None:
     """Undo what an interrupted :func:`grow` left: an old group moved aside whose replacement
     never arrived goes back, and the staging directory is removed. Call with the writer lock."""
@@ -172,9 +186,15 @@ def grow(store: Path, root: zarr.Group, name: str, layout: Callable[[zarr.Group]
             block[index] = values
             dst[...] = block
         initialise(new)
-        os.rename(store / name, staging / (name + _OLD))
-        os.rename(target, store / name)
+        with deferred_signals():  # the swap: both renames, or neither
+            os.rename(store / name, staging / (name + _OLD))
+            os.rename(target, store / name)
     except BaseException:
-        recover(store)
+        # An error or an interruption (Ctrl-C, SIGTERM): let the writes still in flight on
+        # zarr's event loop finish before the staging directory is removed (else they recreate
+        # files in it while it is deleted), and let no second signal cut the recovery short.
+        with deferred_signals():
+            settle_writes()
+            recover(store)
         raise
     shutil.rmtree(staging)
