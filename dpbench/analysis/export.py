@@ -186,15 +186,12 @@ def store_frame(store: Store, only: Slice | None = None) -> pd.DataFrame:
     Pending and failed cells are included; audits (``audit/<name>``) are not experiments and are
     not exported.
     """
-    import xarray as xr
-
     only = only or Slice()
     index = store.slice_index()
     only.check(index)
     frames: list[pd.DataFrame] = []
     for name in only.experiments(index):
-        ds = xr.open_zarr(str(store.path), group=name, consolidated=False, chunks=None)
-        ds = ds[list(VARIABLE_NAMES)].isel(only.positions(index[name]))
+        ds = store.cube(name, VARIABLE_NAMES, only.positions(index[name]))
         frames.append(experiment_frame(ds, name))
     return _stack(frames)
 

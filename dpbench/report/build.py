@@ -388,12 +388,12 @@ def _missing(name: str, counts: Counts, fits: Iterable[RateFit]) -> list[str]:
 
 # --- experiments ------------------------------------------------------------------------------
 
-def _open_slice(store: Store, name: str, only: Slice | None) -> xr.Dataset:
-    """An experiment's cube, cut to the slice ``only``'s algorithms and problems (lazy)."""
-    ds = xr.open_zarr(str(store.path), group=name, consolidated=False, chunks=None)
-    if only:
-        ds = ds.isel(only.positions(store.slice_index()[name]))
-    return ds
+def _open_slice(store: Store, name: str, only: Slice | None,
+                variables: Sequence[str] = REPORT_VARIABLES) -> xr.Dataset:
+    """An experiment's cube (its ``variables``), cut to the slice ``only``'s algorithms and
+    problems, loaded (:meth:`~dpbench.store.cube.Store.cube`)."""
+    return store.cube(name, variables,
+                      only.positions(store.slice_index()[name]) if only else None)
 
 
 def _counts(store: Store, name: str, only: Slice | None) -> Counts:
@@ -427,7 +427,6 @@ def experiment_fits(store: Store, name: str, *, n_resamples: int = DEFAULT.n_res
     """An experiment's cube (the variables the report reads; the slice ``only``) and its
     rate fits, with the report's analysis settings (the Methods section states them)."""
     ds = _open_slice(store, name, only)
-    ds = ds[[v for v in REPORT_VARIABLES if v in ds]].load()
     fits = fit_rates(ds, allow_incomplete=allow_incomplete, **_fit_options(n_resamples))
     return ds, fits
 
@@ -446,9 +445,9 @@ def expectation_checks(store: Store, name: str, ds: xr.Dataset, fits: Sequence[R
     extra: list[RateFit] = []
     wanted = sorted({str(e.get("variable", "excess_risk")) for e in declared} - {"excess_risk"})
     if wanted:
-        full = _open_slice(store, name, only)
-        for var in (v for v in wanted if v in full):
-            sub = full[[v for v in (*REPORT_VARIABLES, var) if v in full]].load()
+        stored = set(store.root[name].array_keys())
+        for var in (v for v in wanted if v in stored):
+            sub = _open_slice(store, name, only, (*REPORT_VARIABLES, var))
             axes = sorted({str(e["axis"]) for e in declared
                            if str(e.get("variable", "excess_risk")) == var})
             extra += fit_rates(sub, axes=axes, variable=var, allow_incomplete=allow_incomplete,
@@ -554,7 +553,7 @@ def built_with(store: Store, meta: dict[str, Any], only: Slice | None = None,
     problems: dict[str, str] = {}
     groups = []
     for name in _names(store, only):
-        ds = _open_slice(store, name, only)
+        ds = _open_slice(store, name, only, ("status",))
         shown = ({str(v) for v in ds.algorithm.values}, {str(v) for v in ds.problem.values})
         groups.append((store.root[name].attrs, shown))
     if not only:

@@ -31,10 +31,8 @@ from .build import environment, page_paths, write_pages
 from .figures import axis_symbol
 
 def _cube(store: Store, name: str, only: Slice | None = None) -> xr.Dataset:
-    ds = xr.open_zarr(str(store.path), group=name, consolidated=False, chunks=None)
-    if only:
-        ds = ds.isel(only.positions(store.slice_index()[name]))
-    return ds[[v for v in DIFF_VARIABLES if v in ds]].load()
+    return store.cube(name, DIFF_VARIABLES,
+                      only.positions(store.slice_index()[name]) if only else None)
 
 
 def _provenance(store: Store) -> dict[str, Any]:

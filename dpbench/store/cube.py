@@ -392,6 +392,43 @@ class Store:
             out[name] = index
         return out
 
+    def cube(self, name: str, variables: Sequence[str] | None = None,
+             positions: dict[str, Any] | None = None) -> Any:
+        """Experiment ``name``'s cube as a loaded xarray Dataset (only ``variables``, and only
+        ``positions`` along its dimensions, when given), read whole from one version of the group.
+
+        Readers take no lock, and a run that grows the experiment swaps a new group in with two
+        renames (:mod:`.growth`): a read that straddles the swap could mix the old group's
+        metadata with the new one's chunks. The group's version (the inode of its directory and
+        the time of its metadata) is taken before and after the read; a read that straddles a
+        swap, or fails while the version changes, is read again once; a second is a
+        :class:`StoreError` saying the store changed under the reader (exit 2)."""
+        import xarray as xr  # not at module level: ``dpbench status`` needs no xarray
+
+        for _ in range(2):
+            before = self._version(name)
+            try:
+                ds = xr.open_zarr(str(self.path), group=name, consolidated=False, chunks=None)
+                if variables is not None:
+                    ds = ds[[v for v in variables if v in ds]]
+                ds = (ds.isel(positions) if positions else ds).load()
+            except Exception:
+                if before is not None and self._version(name) == before:
+                    raise  # the store did not change: a real error
+                continue
+            if before is not None and self._version(name) == before:
+                return ds
+        raise StoreError(f"experiment {name!r} of store {str(self.path)!r} changed while it was "
+                         "read (a run grew it in place); run the command again")
+
+    def _version(self, name: str) -> tuple[int, int] | None:
+        """The version of experiment ``name``'s group on disk (None mid-swap)."""
+        try:
+            return (os.stat(self.path / name).st_ino,
+                    os.stat(self.path / name / "zarr.json").st_mtime_ns)
+        except OSError:
+            return None
+
     def status(self, experiment: str) -> np.ndarray:
         return np.asarray(self.root[experiment]["status"][...])
 
