@@ -12,9 +12,10 @@ text and status, bit for bit), then swaps the new group in with two renames.
 Crash safety: the new group is written under ``<store>.grow/`` and made complete before the
 swap; :func:`recover` (run under the writer lock before any growth) puts back an old group that
 a crash between the two renames left aside, and removes the staging directory. A crash at any
-point therefore leaves either the old experiment or the grown one, never a mixture. Readers
-that do not take the lock (``status``, ``report``) may miss the experiment for the instant
-between the renames. See docs/architecture.md, "Growing a store".
+point therefore leaves either the old experiment or the grown one, never a mixture; an
+interruption settles zarr's writes in flight, then recovers the same way. Readers take no lock
+and read through :meth:`.cube.Store.cube`, which sees one version of the group whole or says the
+store changed under it. See docs/architecture.md, "Growing a store".
 """
 
 from __future__ import annotations
