@@ -415,8 +415,9 @@ def _cmd_list(args: argparse.Namespace) -> int:
 
 
 def _cmd_status(args: argparse.Namespace) -> int:
-    from .status import print_tables, rows_table
+    from ..core.schema import MAX_ERROR_CHARS
     from ..store.summary import summarised
+    from .status import print_tables, rows_table, shown
 
     only = _slice(args)
     fast = None if only else summarised(args.store)
@@ -440,8 +441,8 @@ def _cmd_status(args: argparse.Namespace) -> int:
     for name in only.experiments(index):
         where = only.mask(store.root[name]["status"].shape, index[name])
         for coords, msg in store.failures(name, args.failures, where):
-            where = ", ".join(f"{k}={v}" for k, v in coords.items())
-            print(f"failed [{name}] {where}: {msg}")
+            at = ", ".join(f"{k}={shown(v)}" for k, v in coords.items())
+            print(f"failed [{shown(name)}] {at}: {shown(msg, MAX_ERROR_CHARS)}")
     for name in audits:
         c = audit_status(store, name)
         print(f"audit {name}: {c['points']} points, {c['finished']} finished, "
@@ -613,6 +614,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command in ("run", "audit") and isinstance(exc, OSError) and is_disk_error(exc):
             print(_disk_fault_message(args, exc), file=sys.stderr)
             return EXIT_INTERRUPTED
+        if isinstance(exc, RecursionError):  # JSON or YAML nested ~1000 deep: damaged data
+            print(f"dpbench {args.command}: error: metadata nested too deeply to read (a damaged "
+                  "store or input)", file=sys.stderr)
+            return EXIT_USAGE
         if not isinstance(exc, SchedulerLost):
             raise
         print(f"dpbench {args.command}: error: {exc}", file=sys.stderr)

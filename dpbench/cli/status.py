@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from ..core.schema import DONE
@@ -15,6 +16,22 @@ from ..store.summary import STATUS_COLUMNS
 if TYPE_CHECKING:
     from ..config.slice import Slice
     from ..store.cube import Store
+
+
+#: Longest text read from a store that a command prints (a label, an error message).
+MAX_SHOWN_CHARS = 500
+
+#: Control characters (C0 but newline and tab, DEL, C1): escaped before a store's text reaches a
+#: terminal, where an escape sequence could retitle or clear it.
+_CONTROL = {c: f"\\x{c:02x}" for c in (*range(0x00, 0x09), *range(0x0b, 0x20), *range(0x7f, 0xa0))}
+
+
+def shown(text: object, limit: int = MAX_SHOWN_CHARS) -> str:
+    """Text read from a store, safe to print: control characters escaped (``\\x1b``) and cut to
+    ``limit`` characters (saying how long it was)."""
+    out = str(text)
+    cut = f"… ({len(out)} characters)" if len(out) > limit else ""
+    return out[:limit].translate(_CONTROL) + cut
 
 
 def status_table(store: Store, only: Slice | None = None) -> Table:
@@ -29,7 +46,7 @@ def rows_table(rows: list[Any], path: Any, only: Slice | None = None) -> Table:
     for col in STATUS_COLUMNS:
         t.add_column(col, justify="left" if col in ("experiment", "algorithm") else "right")
     for name, label, *counts in rows:
-        t.add_row(str(name), str(label), *(str(int(c)) for c in counts))
+        t.add_row(escape(shown(name)), escape(shown(label)), *(str(int(c)) for c in counts))
     return t
 
 

@@ -54,7 +54,15 @@ from ..core.schema import (
     check_version,
 )
 from . import growth
-from .paths import EXP_KEY, ROOT_KEY, SUMMARY_KEY, check_store_path, is_store, status_files
+from .paths import (
+    EXP_KEY,
+    ROOT_KEY,
+    SUMMARY_KEY,
+    check_store_files,
+    check_store_path,
+    is_store,
+    status_files,
+)
 from .record import ExperimentRecord, SuiteRecord
 from .summary import Counts
 from .writable import disk_reason, is_disk_error
@@ -185,6 +193,7 @@ class Store:
             raise StoreError(f"no store at {str(path)!r}")
         if not is_store(path):
             raise StoreError(f"{str(path)!r} is not a dpbench store")
+        check_store_files(path)
         store = cls(path, zarr.open_group(str(path), mode=mode))
         store._check_schema()
         return store
@@ -210,6 +219,7 @@ class Store:
             shutil.rmtree(path)
             exists = False
         if exists:
+            check_store_files(path)
             growth.recover(path)
             root = zarr.open_group(str(path), mode="r+")
             store = cls(path, root)

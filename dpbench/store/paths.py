@@ -6,10 +6,12 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import stat
 from pathlib import Path
 from typing import Any
 
 from ..core.errors import StoreError
+from ..core.files import read_regular
 
 ROOT_KEY = "dpbench_store"
 #: An experiment group's own entry in its metadata (schema, definition, fingerprint, initialised).
@@ -28,15 +30,20 @@ SUMMARY_KEY = "status_summary"
 AUDIT_GROUP = "audit"
 
 
+#: Largest metadata file (``zarr.json``) read from a store: a store's metadata is kilobytes.
+MAX_METADATA_BYTES = 64 * 2**20
+
+
 def root_meta(path: Path) -> dict[str, Any] | None:
-    """The dpbench entry of a store's root metadata (``zarr.json``, read as JSON), or ``None``
-    when ``path`` holds no dpbench store."""
+    """The dpbench entry of a store's root metadata (``zarr.json``, read as JSON, at most
+    :data:`MAX_METADATA_BYTES` of it, from a regular file only), or ``None`` when ``path``
+    holds no dpbench store."""
     meta = path / "zarr.json"
     if not meta.is_file():
         return None
     try:
-        doc = json.loads(meta.read_text())
-    except (OSError, ValueError):
+        doc = json.loads(read_regular(meta, MAX_METADATA_BYTES, "store metadata"))
+    except (OSError, ValueError, RecursionError):  # NotReadable is a ValueError
         return None
     found = doc.get("attributes", {}).get(ROOT_KEY) if isinstance(doc, dict) else None
     return found if isinstance(found, dict) else None
@@ -47,9 +54,35 @@ def is_store(path: Path) -> bool:
     return root_meta(path) is not None
 
 
+def check_store_files(path: Path) -> None:
+    """Refuse a store that holds anything but directories and regular files: a symbolic link (to
+    ``/dev/zero``, a system file, itself), a FIFO, a device or a socket inside it would make a
+    read hang, fill the memory or read outside the store; and metadata larger than
+    :data:`MAX_METADATA_BYTES`. :class:`StoreError` (exit 2) naming the entry; nothing is read
+    (``lstat`` only)."""
+    for root, dirs, files in os.walk(path, followlinks=False):
+        for name in (*dirs, *files):
+            entry = os.path.join(root, name)
+            st = os.lstat(entry)
+            if stat.S_ISDIR(st.st_mode):
+                continue
+            what = ("a symbolic link" if stat.S_ISLNK(st.st_mode) else None
+                    if stat.S_ISREG(st.st_mode) else "a FIFO, device or socket")
+            if what is None and name == "zarr.json" and st.st_size > MAX_METADATA_BYTES:
+                what = f"metadata of {st.st_size} bytes (at most {MAX_METADATA_BYTES} are read)"
+            if what is not None:
+                rel = os.path.relpath(entry, path)
+                raise StoreError(f"store {str(path)!r} is damaged: {rel!r} is {what}; a store "
+                                 "holds only directories and regular files (nothing in it is "
+                                 "followed or read). Re-run its suite into a new --store")
+
+
 def check_store_path(path: Path) -> bool:
     """True if ``path`` is an existing dpbench store, False if it is free (absent or an empty
     directory); :class:`StoreError` if it holds anything else."""
+    if os.path.lexists(path) and not path.exists():
+        raise StoreError(f"store path {str(path)!r} is a symbolic link that leads nowhere (or to "
+                         "itself); choose a new path or an existing store directory")
     if not path.exists():
         return False
     if not path.is_dir():
