@@ -41,6 +41,7 @@ audit``, ignored by ``dpbench run``); their format and validation are in
 
 from __future__ import annotations
 
+import functools
 import itertools
 import math
 import re
@@ -209,10 +210,26 @@ class Experiment:
         return (len(self.algorithms), len(self.problems), *(len(v) for v in self.grid.values()),
                 self.seeds)
 
+    @functools.cached_property
+    def _point_layout(self) -> tuple[list[list[Any]], list[int], tuple[tuple[int, str], ...],
+                                     tuple[tuple[int, str], ...]]:
+        """The grid's value lists, the positions of n, p, ε, δ among the axes, and the positions
+        and names of the extra axes routed to the problems and to the mechanisms."""
+        axes = self.axes
+        extra = [(i, a) for i, a in enumerate(axes) if a not in CORE_AXES]
+        return ([self.grid[a] for a in axes], [axes.index(a) for a in CORE_AXES],
+                tuple((i, a) for i, a in extra if self.extra_routing.get(a) == "problem"),
+                tuple((i, a) for i, a in extra if self.extra_routing.get(a) != "problem"))
+
     def point_at(self, gidx: Sequence[int]) -> GridPoint:
-        """The grid point at position ``gidx`` along the grid axes, its extra axes routed."""
-        return GridPoint.from_values({a: self.grid[a][i] for a, i in zip(self.axes, gidx)},
-                                     self.extra_routing)
+        """The grid point at position ``gidx`` along the grid axes, its extra axes routed (what
+        :meth:`GridPoint.from_values` builds, without a mapping per point: plans call it once
+        per grid point and per chunk)."""
+        lists, (n, p, e, d), to_problem, to_algorithm = self._point_layout
+        v = [values[i] for values, i in zip(lists, gidx)]
+        return GridPoint(int(v[n]), int(v[p]), float(v[e]), float(v[d]),
+                         tuple((a, v[i]) for i, a in to_problem),
+                         tuple((a, v[i]) for i, a in to_algorithm))
 
     def points(self) -> Iterator[tuple[tuple[int, ...], GridPoint]]:
         """(index, point) for every grid point, in C order over the grid axes."""
