@@ -61,8 +61,15 @@ def stores(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     return out[0], out[1]
 
 
+def _sigint_default() -> None:
+    """In the child: Ctrl-C as at a terminal (a test worker may run with SIGINT ignored, which a
+    child inherits, and Python then leaves it ignored)."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def _interrupt(cmd: list[str], delay: float, sig: int) -> tuple[int, str]:
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=_sigint_default)
     time.sleep(delay)
     if proc.poll() is None:
         proc.send_signal(sig)
@@ -149,7 +156,8 @@ def test_a_signal_during_the_renames_is_delivered_after_them(tmp_path: Path) -> 
             sys.exit(130)
         sys.exit(0)
         """)
-    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          preexec_fn=_sigint_default)
     assert proc.returncode == 130, proc.stderr
     assert ((tmp_path / "a.html").read_text(), (tmp_path / "a.md").read_text()) == ("new", "new")
     assert _partials(tmp_path) == []
