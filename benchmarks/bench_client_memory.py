@@ -19,8 +19,8 @@ import subprocess
 import sys
 
 #: (cells, seeds per grid point): the issue's three sizes at 10 seeds, then the worst case for the
-#: per-chunk arrays, 10⁶ cells of one seed each (10⁶ chunks).
-SIZES = ((10_000, 10), (100_000, 10), (1_000_000, 10), (1_000_000, 1))
+#: per-chunk arrays, 10⁶ and 10⁷ cells of one seed each (10⁶ and 10⁷ chunks; issue 33: ≤ 300 MB).
+SIZES = ((10_000, 10), (100_000, 10), (1_000_000, 10), (1_000_000, 1), (10_000_000, 1))
 
 CHILD = r"""
 import collections, json, resource, sys, time

@@ -17,6 +17,7 @@ from typing import Any
 
 from ..core import registry
 from ..core.errors import UserInputError, did_you_mean
+from ..core.schema import MAX_LABEL_CHARS
 
 IDENT = re.compile(r"^[A-Za-z][A-Za-z0-9_.\-]*\Z")  # \Z: no trailing newline (as $ allows)
 
@@ -25,7 +26,7 @@ RESERVED_NAMES = frozenset({"zarr.json", "dpbench.lock", "con", "prn", "aux", "n
                             *(f"com{i}" for i in range(10)), *(f"lpt{i}" for i in range(10))})
 #: Store groups dpbench itself uses (not allowed as experiment or audit names).
 RESERVED_GROUPS = frozenset({"audit"})
-MAX_NAME_CHARS = 100
+MAX_NAME_CHARS = MAX_LABEL_CHARS
 
 
 def check_name(errs: Errors, path: str, name: Any, group: bool = True) -> bool:
@@ -187,9 +188,9 @@ def labelled(errs: Errors, path: str, entries: Any, kind: str, key: str,
             continue
         cls = plugin_class(errs, f"{where}.{key}", kind, entry[key])
         label = entry.get("label", entry[key])
-        if not (isinstance(label, str) and IDENT.match(label)):
-            errs.add(f"{where}.label", f"must be an identifier (letters, digits, _ . -), got "
-                                       f"{short(label)}")
+        if not (isinstance(label, str) and IDENT.match(label) and len(label) <= MAX_NAME_CHARS):
+            errs.add(f"{where}.label", f"must be an identifier (letters, digits, _ . -; at most "
+                                       f"{MAX_NAME_CHARS} characters), got {short(label)}")
             continue
         if label in labels:
             errs.add(f"{where}.label", f"duplicate label {label!r}; labels must be unique")

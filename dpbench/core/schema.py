@@ -29,6 +29,9 @@ CUBE_SCHEMA_VERSION = 1
 PENDING, DONE, FAILED, NOT_APPLICABLE = 0, 1, 2, 3
 STATUS_NAMES = {PENDING: "pending", DONE: "done", FAILED: "failed",
                 NOT_APPLICABLE: "not applicable"}
+#: Longest name or label a suite may give (experiments, algorithms, problems); a store holding
+#: a longer label is damaged (dpbench.store refuses it).
+MAX_LABEL_CHARS = 100
 
 #: Longest error text kept per cell (the rest is cut).
 MAX_ERROR_CHARS = 2000

@@ -38,7 +38,13 @@ import numpy as np
 
 from ..config.suite import Suite
 from ..core.schema import FLOAT_VARS
-from .plan import CELL_OVERHEAD_COST, UNITS_PER_SECOND, Plan
+from .plan import (
+    CELL_OVERHEAD_COST,
+    PLAN_BYTES_PER_CHUNK,
+    UNITS_PER_SECOND,
+    ExperimentPlan,
+    Plan,
+)
 
 if TYPE_CHECKING:
     from ..store.cube import Store
@@ -72,6 +78,13 @@ class RunEstimate:
     largest_dataset_bytes: float
     largest_dataset: tuple[int, int]
     calibrated_from: list[str] = field(default_factory=list)
+    #: Chunks (rows of seeds) the plan holds: the client's memory grows with them.
+    chunks: int = 0
+
+    @property
+    def plan_bytes(self) -> float:
+        """The client's memory for the plan at its peak (:data:`~.plan.PLAN_BYTES_PER_CHUNK`)."""
+        return float(self.chunks * PLAN_BYTES_PER_CHUNK)
 
     @property
     def worker_bytes(self) -> float:
@@ -142,7 +155,6 @@ def config_key(exp: Any, ai: int, pi: int) -> str:
 def _cells_of(store: Any, suite: Suite, acc: dict[str, _Measured]) -> None:
     """Add the done cells of ``store`` (planned with its own suite) to ``acc``."""
     from ..core.schema import DONE
-    from .plan import ExperimentPlan
 
     for exp in suite.experiments:
         if not store.holds(exp.name, exp.fingerprint(suite.root_seed)):
@@ -153,8 +165,8 @@ def _cells_of(store: Any, suite: Suite, acc: dict[str, _Measured]) -> None:
         seeds = exp.seeds
         data = ep.chunk_np() + CELL_OVERHEAD_COST
         mech = np.maximum(ep.cost / seeds - data, 1.0)          # Algorithm.cost(n, p) per cell
-        wall = np.asarray(store.root[exp.name]["wall_time_s"][...]).reshape(-1, seeds)[ep.flat]
-        done = np.asarray(store.root[exp.name]["status"][...]).reshape(-1, seeds)[ep.flat] == DONE
+        wall = store.values(exp.name, "wall_time_s").reshape(-1, seeds)[ep.flat]
+        done = store.status(exp.name).reshape(-1, seeds)[ep.flat] == DONE
         cls = ep.flat // math.prod(ep.shape[2:])
         n_prob = ep.shape[1]
         for c in np.unique(cls):
@@ -252,6 +264,26 @@ def _scale(m: _Measured, data: float | None) -> Scale:
     return Scale(rate, per_chunk, data, rest / max(m.workers, 1))
 
 
+#: Chunks summed at a time (the temporaries of a block, not of the whole plan).
+_BLOCK = 2 ** 20
+
+
+def _class_sums(ep: ExperimentPlan) -> np.ndarray:
+    """Per (algorithm, problem) position of ``ep``: its chunks' mechanism units, data units and
+    count, summed a block of chunks at a time."""
+    n_classes = ep.shape[0] * ep.shape[1]
+    n_grid = math.prod(ep.shape[2:])
+    sums = np.zeros((3, n_classes))
+    for i in range(0, len(ep), _BLOCK):
+        part = slice(i, i + _BLOCK)
+        data = ep.chunk_cells(part) * (ep.chunk_np(part) + CELL_OVERHEAD_COST)
+        cls = ep.flat[part] // n_grid
+        sums[0] += np.bincount(cls, weights=ep.cost[part] - data, minlength=n_classes)
+        sums[1] += np.bincount(cls, weights=data, minlength=n_classes)
+        sums[2] += np.bincount(cls, minlength=n_classes)
+    return sums
+
+
 def estimate(suite: Suite, plan: Plan, scales: Mapping[str, Scale] | None = None,
              calibrated_from: Iterable[str] = (), workers: int = 1) -> RunEstimate:
     """The cost of computing ``plan`` (a plan of ``suite``, e.g. its pending cells) on
@@ -264,11 +296,8 @@ def estimate(suite: Suite, plan: Plan, scales: Mapping[str, Scale] | None = None
     for ep in plan.experiments:
         if not len(ep):
             continue
-        data = ep.chunk_cells() * (ep.chunk_np() + CELL_OVERHEAD_COST)
-        cls = ep.flat // math.prod(ep.shape[2:])
         n_alg, n_prob = ep.shape[:2]
-        sums = [np.bincount(cls, weights=w, minlength=n_alg * n_prob)
-                for w in (ep.cost - data, data, np.ones(len(ep)))]
+        sums = _class_sums(ep)
         for c in np.flatnonzero(sums[2]):
             ai, pi = int(c) // n_prob, int(c) % n_prob
             fine = config_key(ep.exp, ai, pi)
@@ -297,7 +326,7 @@ def estimate(suite: Suite, plan: Plan, scales: Mapping[str, Scale] | None = None
     return RunEstimate(cells=plan.n_cells, cpu_seconds=math.fsum(c.seconds for c in rows),
                        classes=rows, store_bytes=float(suite.n_cells) * (8 * len(FLOAT_VARS) + 1),
                        largest_dataset_bytes=largest, largest_dataset=where,
-                       calibrated_from=list(calibrated_from))
+                       calibrated_from=list(calibrated_from), chunks=plan.n_chunks)
 
 
 def profile_lines(est: RunEstimate, profile: Any) -> list[str]:
@@ -350,6 +379,8 @@ def summary_lines(est: RunEstimate, workers: int) -> list[str]:
         f"{WORKER_BASE_BYTES / 2 ** 20:.0f} MiB and {DATA_CACHE_DATASETS} cached datasets of at "
         f"most {est.largest_dataset_bytes / 2 ** 20:.3g} MiB, n={est.largest_dataset[0]}, "
         f"p={est.largest_dataset[1]})",
+        f"client memory for the plan: about {est.plan_bytes / 2 ** 20:,.0f} MiB at its peak "
+        f"({est.chunks:,} chunks of {PLAN_BYTES_PER_CHUNK} bytes) beside the interpreter's own",
         f"store: about {est.store_bytes / 2 ** 20:.3g} MiB of values (uncompressed)",
     ]
     lines.append("by mechanism x problem (largest first):")

@@ -52,6 +52,9 @@ MAX_CHUNKS_PER_TASK = 256
 #: :data:`TARGET_TASK_COST`). Without it a sweep of trivial cells packs into a handful of huge
 #: tasks (256 chunks each) and two workers sit idle while the last ones run.
 CELL_OVERHEAD_COST = 2.0e3
+#: The client's memory per planned chunk at its peak, while the submission order is sorted:
+#: position and cost (4 + 4 bytes), the order (4) and the sort key (8) (docs/performance.md).
+PLAN_BYTES_PER_CHUNK = 20
 
 
 @dataclass(frozen=True)
@@ -149,15 +152,25 @@ def _pending_seeds(pending: np.ndarray | None, index: tuple[int, ...], n_seeds: 
     return tuple(int(s) for s in np.flatnonzero(pending[index]))
 
 
+def _joined(buffers: Sequence[array], dtype: Any) -> np.ndarray:
+    """The buffers as one array (the only buffer's memory itself, without a copy)."""
+    parts = [np.frombuffer(b, dtype=dtype) for b in buffers if len(b)]
+    if len(parts) == 1:
+        return parts[0]
+    return np.concatenate(parts) if parts else np.zeros(0, dtype)
+
+
 class ExperimentPlan:
     """The chunks of one experiment that still have cells to compute, as compact arrays.
 
     Built by one pass over the grid that instantiates every (problem, algorithm) configuration
     (validating parameter combinations that only occur at some grid points), decides
     applicability from declared properties only, and records per chunk its position (``flat``,
-    C order over ``shape``; 4 bytes when the cube has fewer than 2³² rows) and estimated cost (8
-    bytes): 12 bytes per chunk, whatever the plugins' parameters. :meth:`chunk` rebuilds the full
-    :class:`ChunkSpec` of a position when it is submitted.
+    C order over ``shape``; 4 bytes when the cube has fewer than 2³² rows) and estimated cost
+    (``cost``, float32: 4 bytes): 8 bytes per chunk, whatever the plugins' parameters. Chunks
+    are kept in (problem, grid point, algorithm) order — the order that breaks ties between
+    chunks of equal cost (:class:`Plan`), so that chunks sharing a dataset stay adjacent.
+    :meth:`chunk` rebuilds the full :class:`ChunkSpec` of a position when it is submitted.
     """
 
     def __init__(self, suite: Suite, exp: Experiment, pending: np.ndarray | None = None) -> None:
@@ -165,8 +178,11 @@ class ExperimentPlan:
         self.shape = exp.shape[:-1]                      # (algorithm, problem, *grid)
         self._instances = _Instances(exp)
         small = math.prod(self.shape) < 2 ** 32
-        flat, cost = array("I" if small and array("I").itemsize == 4 else "q"), array("d")
         n_alg, n_prob = self.shape[:2]
+        code = "I" if small and array("I").itemsize == 4 else "q"
+        # one buffer per problem, joined at the end: (problem, grid point, algorithm) order
+        flats = [array(code) for _ in range(n_prob)]
+        costs = [array("f") for _ in range(n_prob)]
         n_grid = math.prod(self.shape[2:])
         inst = self._instances
         self.not_applicable: list[NotApplicableChunk] = []
@@ -177,6 +193,7 @@ class ExperimentPlan:
             n, p = point.n, point.p
             for pi in range(n_prob):
                 pkey, problem = inst.problem(pi, point.problem_axes)
+                flat, cost = flats[pi], costs[pi]
                 for ai in range(n_alg):
                     index = (ai, pi, *gidx)
                     k = exp.seeds if pending is None else int(np.count_nonzero(pending[index]))
@@ -193,27 +210,30 @@ class ExperimentPlan:
                     cost.append(float(k * (unit + n * p + CELL_OVERHEAD_COST)))
                     self.n_cells += k
                     self.class_cells[ai, pi] += k
-        dtype = np.uint32 if flat.typecode == "I" else np.int64
-        self.flat = np.frombuffer(flat, dtype=dtype) if flat else np.zeros(0, dtype)
-        self.cost = np.frombuffer(cost, dtype=np.float64) if cost else np.zeros(0)
+        dtype = np.uint32 if code == "I" else np.int64
+        self.flat = _joined(flats, dtype)
+        self.cost = _joined(costs, np.float32)
 
     def __len__(self) -> int:
         return len(self.flat)
 
-    def chunk_cells(self) -> np.ndarray:
-        """Pending cells per chunk (every seed when nothing was done)."""
+    def chunk_cells(self, part: slice = slice(None)) -> np.ndarray:
+        """Pending cells per chunk (every seed when nothing was done), of the chunks ``part``."""
+        flat = self.flat[part]
         if self.pending is None:
-            return np.full(len(self.flat), self.exp.seeds, dtype=np.int64)
+            return np.full(len(flat), self.exp.seeds, dtype=np.int64)
         per_row = self.pending.reshape(-1, self.pending.shape[-1]).sum(axis=1)
-        return per_row[self.flat].astype(np.int64)
+        return per_row[flat].astype(np.int64)
 
-    def chunk_np(self) -> np.ndarray:
-        """n·p of each chunk's grid point (the data term of its cost)."""
-        index = np.unravel_index(self.flat, self.shape)
-        axes = self.exp.axes
-        n = np.asarray(self.exp.grid["n"], dtype=np.float64)[index[2 + axes.index("n")]]
-        p = np.asarray(self.exp.grid["p"], dtype=np.float64)[index[2 + axes.index("p")]]
-        return n * p
+    def chunk_np(self, part: slice = slice(None)) -> np.ndarray:
+        """n·p of each chunk's grid point (the data term of its cost), of the chunks ``part``."""
+        flat = self.flat[part].astype(np.int64)
+        out = np.ones(len(flat))
+        for axis in ("n", "p"):
+            ax = 2 + self.exp.axes.index(axis)
+            position = flat // math.prod(self.shape[ax + 1:]) % self.shape[ax]
+            out *= np.asarray(self.exp.grid[axis], dtype=np.float64)[position]
+        return out
 
     def class_units(self, count: bool = False) -> np.ndarray:
         """Estimated work units per (algorithm, problem) position (the sum of its chunks');
@@ -222,17 +242,6 @@ class ExperimentPlan:
         per_class = self.flat // math.prod(self.shape[2:])   # algorithm * n_prob + problem
         return np.bincount(per_class, weights=None if count else self.cost,
                            minlength=n_alg * n_prob).reshape(n_alg, n_prob)
-
-    def tie(self) -> np.ndarray:
-        """Per chunk, its rank in (problem, grid point, algorithm) order: chunks sharing a
-        dataset sit next to each other among chunks of equal cost (computed when sorting, not
-        kept)."""
-        n_alg = self.shape[0]
-        per_alg = math.prod(self.shape[1:])                   # problem * grid positions
-        out = self.flat % per_alg
-        out *= n_alg
-        out += self.flat // per_alg                            # the algorithm
-        return out
 
     def chunk(self, i: int) -> ChunkSpec:
         """The :class:`ChunkSpec` of this plan's ``i``-th chunk (grid order)."""
@@ -265,32 +274,45 @@ class Plan:
     name, then problem and grid point, then algorithm, so that chunks sharing a dataset stay
     adjacent), the same order :func:`pack` gives. :meth:`tasks` materialises each task only when
     the backend asks for it, so the client's memory does not grow with the suite (only the
-    compact per-chunk arrays do: 16 bytes per chunk with the order);
+    compact per-chunk arrays do: 12 bytes per chunk with the order, :data:`PLAN_BYTES_PER_CHUNK`
+    at the peak while it is sorted);
     ``benchmarks/bench_client_memory.py`` measures it.
     """
 
     def __init__(self, experiments: Sequence[ExperimentPlan]) -> None:
         self.experiments = tuple(experiments)
         sizes = [len(ep) for ep in self.experiments]
-        self._starts = np.cumsum([0, *sizes])
-        self.n_chunks = int(self._starts[-1])
+        self.n_chunks = sum(sizes)
         self.n_cells = sum(ep.n_cells for ep in self.experiments)
         self.total_cost = math.fsum(math.fsum(ep.cost) for ep in self.experiments)
-        if len(self.experiments) == 1:  # the common case, without concatenated copies
-            ep = self.experiments[0]
-            order = np.lexsort((ep.tie(), np.negative(ep.cost)))
-        else:
-            names = sorted(range(len(self.experiments)),
-                           key=lambda e: self.experiments[e].exp.name)
-            rank = np.empty(len(names), dtype=np.int64)
-            rank[names] = np.arange(len(names))
-            order = np.lexsort((
-                np.concatenate([ep.tie().astype(np.int64) for ep in self.experiments]
-                               or [np.zeros(0, np.int64)]),
-                np.repeat(rank, sizes),
-                np.negative(np.concatenate([ep.cost for ep in self.experiments]
-                                           or [np.zeros(0)]))))
-        self._order = order.astype(np.int32 if self.n_chunks < 2 ** 31 else np.int64)
+        self._by_name = sorted(range(len(self.experiments)),
+                               key=lambda e: self.experiments[e].exp.name)
+        self._name_starts = np.cumsum([0, *(sizes[e] for e in self._by_name)])
+        self._order = self._submission_order()
+
+    def _submission_order(self) -> np.ndarray:
+        """Each chunk's position in name order (experiments by name, each in its own order),
+        sorted by descending cost, ties by that position: one 64-bit key per chunk (the cost's
+        float32 bits, complemented, above the position), sorted in place. The order costs 4
+        bytes per chunk, its sorting 8 more while it runs."""
+        if self.n_chunks >= 2 ** 32:
+            raise ValueError(f"{self.n_chunks} chunks: at most 2**32 - 1 can be planned")
+        key = np.empty(self.n_chunks, dtype=np.uint64)
+        block = 2 ** 20
+        for rank, e in enumerate(self._by_name):
+            ep, start = self.experiments[e], int(self._name_starts[rank])
+            for i in range(0, len(ep), block):
+                # costs are positive: their float32 bits increase with them
+                bits = ep.cost[i:i + block].view(np.uint32)
+                part = key[start + i:start + i + len(bits)]
+                part[:] = np.uint32(0xFFFFFFFF) - bits
+                part <<= np.uint64(32)
+                part |= np.arange(start + i, start + i + len(bits), dtype=np.uint64)
+        key.sort()
+        order = np.empty(self.n_chunks, dtype=np.uint32)
+        for i in range(0, self.n_chunks, block):
+            order[i:i + block] = key[i:i + block]   # the low 32 bits: the position
+        return order
 
     @property
     def not_applicable(self) -> list[NotApplicableChunk]:
@@ -310,8 +332,9 @@ class Plan:
     def chunks(self) -> Iterator[ChunkSpec]:
         """Every pending chunk, most expensive first."""
         for k in self._order:
-            e = int(np.searchsorted(self._starts, k, side="right")) - 1
-            yield self.experiments[e].chunk(int(k - self._starts[e]))
+            rank = int(np.searchsorted(self._name_starts, k, side="right")) - 1
+            ep = self.experiments[self._by_name[rank]]
+            yield ep.chunk(int(k) - int(self._name_starts[rank]))
 
     def tasks(self, target: float = TARGET_TASK_COST,
               max_chunks: int = MAX_CHUNKS_PER_TASK) -> Iterator[TaskSpec]:

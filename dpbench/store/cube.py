@@ -46,14 +46,18 @@ from ..core.schema import (
     CUBE_SCHEMA_VERSION,
     FAILED,
     FLOAT_VARS,
+    MAX_LABEL_CHARS,
     NOT_APPLICABLE,
     PENDING,
-    VARIABLE_NAMES,
+    STATUS_NAMES,
     ChunkResult,
     NotApplicableChunk,
     check_version,
 )
 from . import growth
+from .bounded_zstd import install as _install_bounded_zstd
+from .integrity import check_store, reading
+from .layout import STATUS_CHUNK_CELLS, VALUE_CHUNK_CELLS, chunk_shape
 from .paths import (
     EXP_KEY,
     ROOT_KEY,
@@ -67,10 +71,7 @@ from .record import ExperimentRecord, SuiteRecord
 from .summary import Counts
 from .writable import disk_reason, is_disk_error
 
-#: Upper bound on the cells of one ``status`` chunk (64 KiB of uint8 before compression).
-STATUS_CHUNK_CELLS = 2 ** 16
-#: Upper bound on the cells of one chunk of a value variable or ``error`` (32 KiB of float64).
-VALUE_CHUNK_CELLS = 2 ** 12
+_install_bounded_zstd()
 _PACKAGES = ("numpy", "scipy", "dask", "distributed", "xarray", "zarr", "dp-accounting", "pyyaml")
 
 
@@ -99,26 +100,6 @@ def _coord_values(values: list[Any]) -> np.ndarray:
     if arr.dtype.kind in "USO":
         return np.asarray([str(v) for v in values], dtype=object)
     return arr
-
-
-def chunk_shape(shape: tuple[int, ...], budget: int) -> tuple[int, ...]:
-    """Chunk shape of a cube variable: whole trailing axes (seed first) while they fit in
-    ``budget`` cells, then as much of the next axis as fits, and 1 along the leading axes.
-
-    ``budget`` is :data:`STATUS_CHUNK_CELLS` for ``status`` and :data:`VALUE_CHUNK_CELLS` for
-    the others. A chunk always holds whole seed rows, so a write never splits a row.
-    """
-    chunks = [1] * len(shape)
-    size = 1
-    for ax in range(len(shape) - 1, -1, -1):
-        length = max(int(shape[ax]), 1)
-        if ax == len(shape) - 1 or size * length <= budget:
-            chunks[ax] = length
-            size *= length
-            continue
-        chunks[ax] = max(1, budget // size)
-        break
-    return tuple(chunks)
 
 
 @dataclass(frozen=True)
@@ -194,7 +175,10 @@ class Store:
         if not is_store(path):
             raise StoreError(f"{str(path)!r} is not a dpbench store")
         check_store_files(path)
-        store = cls(path, zarr.open_group(str(path), mode=mode))
+        check_store(path)
+        with reading(path, "its root group"):
+            root = zarr.open_group(str(path), mode=mode)
+        store = cls(path, root)
         store._check_schema()
         return store
 
@@ -221,9 +205,13 @@ class Store:
         if exists:
             check_store_files(path)
             growth.recover(path)
-            root = zarr.open_group(str(path), mode="r+")
+            check_store(path)
+            with reading(path, "its root group"):
+                root = zarr.open_group(str(path), mode="r+")
             store = cls(path, root)
             store._check_schema()
+            for name in store.experiments():  # damaged data is refused before any write
+                store.status(name)
             for name, d in store._check_matches(suite, whole_suite).items():
                 exp = suite.experiment(name)
                 growth.grow(path, root, name,
@@ -303,13 +291,6 @@ class Store:
                 continue
             check_version(info.get("schema"), f"experiment {name!r} of store {str(self.path)!r}",
                           written_by)
-            arrays = set(group.array_keys())
-            missing = [v for v in VARIABLE_NAMES if v not in arrays]
-            if missing:
-                raise StoreError(
-                    f"experiment {name!r} of store {str(self.path)!r} lacks the cube variable(s) "
-                    f"{', '.join(missing)} of schema version {CUBE_SCHEMA_VERSION}: it is damaged or "
-                    "was edited. Re-run its suite into a new --store (or with --restart)")
 
     def _check_matches(self, suite: SuiteRecord, whole_suite: bool) -> dict[str, growth.Diff]:
         """The stored experiments the suite grows (by name, with their :class:`~.growth.Diff`);
@@ -395,7 +376,9 @@ class Store:
             attrs = self.root[name].attrs
             index = {}
             for kind, key in (("algorithm", "algorithms"), ("problem", "problems")):
-                labels = [str(v) for v in self.root[name][kind][...]]
+                with reading(self.path, f"the {kind} labels of experiment {name!r}"):
+                    labels = [str(v) for v in self.root[name][kind][...]]
+                self._check_labels(name, kind, labels)
                 info = attrs.get(key, {})
                 index[kind] = (labels, [str(info.get(label, {}).get(kind, label))
                                         for label in labels])
@@ -422,14 +405,28 @@ class Store:
                 if variables is not None:
                     ds = ds[[v for v in variables if v in ds]]
                 ds = (ds.isel(positions) if positions else ds).load()
-            except Exception:
+            except Exception as exc:
                 if before is not None and self._version(name) == before:
-                    raise  # the store did not change: a real error
+                    with reading(self.path, f"experiment {name!r}"):
+                        raise exc  # the store did not change: its data is damaged
                 continue
             if before is not None and self._version(name) == before:
+                for kind in ("algorithm", "problem"):
+                    if kind in ds.coords:
+                        self._check_labels(name, kind, ds[kind].values.tolist())
                 return ds
         raise StoreError(f"experiment {name!r} of store {str(self.path)!r} changed while it was "
                          "read (a run grew it in place); run the command again")
+
+    def _check_labels(self, name: str, kind: str, labels: Sequence[Any]) -> None:
+        """Refuse labels no suite can give (longer than :data:`MAX_LABEL_CHARS`): shown in every
+        report and table, they would make each of them as large."""
+        long = [label for label in labels if len(str(label)) > MAX_LABEL_CHARS]
+        if long:
+            raise StoreError(f"store {str(self.path)!r} is damaged: experiment {name!r} has an "
+                             f"{kind} label of {len(str(long[0]))} characters (a suite's labels "
+                             f"have at most {MAX_LABEL_CHARS}). Re-run its suite into a new "
+                             "--store (or with --restart)")
 
     def _version(self, name: str) -> tuple[int, int] | None:
         """The version of experiment ``name``'s group on disk (None mid-swap)."""
@@ -440,7 +437,19 @@ class Store:
             return None
 
     def status(self, experiment: str) -> np.ndarray:
-        return np.asarray(self.root[experiment]["status"][...])
+        with reading(self.path, f"the status of experiment {experiment!r}"):
+            st = np.asarray(self.root[experiment]["status"][...])
+        if st.size and int(st.max()) > max(STATUS_NAMES):
+            raise StoreError(f"store {str(self.path)!r} is damaged: the status of experiment "
+                             f"{experiment!r} holds the code {int(st.max())} (allowed: "
+                             f"{sorted(STATUS_NAMES)}). Re-run its suite into a new --store (or "
+                             "with --restart)")
+        return st
+
+    def values(self, experiment: str, var: str) -> np.ndarray:
+        """Cube variable ``var`` of ``experiment``, read whole."""
+        with reading(self.path, f"{var} of experiment {experiment!r}"):
+            return np.asarray(self.root[experiment][var][...])
 
     def counts(self, experiment: str) -> Counts:
         return Counts.of(self.status(experiment))
@@ -458,9 +467,10 @@ class Store:
         idx = np.argwhere((st == FAILED) & where)[:limit]
         dims = list(g["status"].metadata.dimension_names or [])
         out = []
-        for cell in idx:
-            coords = {d: _py(g[d][int(i)]) for d, i in zip(dims, cell)}
-            out.append((coords, str(g["error"][tuple(int(i) for i in cell)])))
+        with reading(self.path, f"the errors of experiment {experiment!r}"):
+            for cell in idx:
+                coords = {d: _py(g[d][int(i)]) for d, i in zip(dims, cell)}
+                out.append((coords, str(g["error"][tuple(int(i) for i in cell)])))
         return out
 
     # --- writing ------------------------------------------------------------------------------
@@ -532,8 +542,9 @@ class Store:
             n_rows = int(np.prod([r.stop - r.start for r in region[:-1]]))
             covered = len(items) == n_rows and all(len(r.seeds) == arr.shape[-1] for r in items)
             plans.append((arr, origin, region, items, covered))
-        stored = iter(_gather([arr._async_array.getitem(region)
-                               for arr, _, region, _, covered in plans if not covered]))
+        with reading(self.path, "a chunk it rewrites (while writing results)"):
+            stored = iter(_gather([arr._async_array.getitem(region)
+                                   for arr, _, region, _, covered in plans if not covered]))
         writes = []
         for arr, origin, region, items, covered in plans:
             dtype = object if arr.dtype.kind in "OTU" else arr.dtype

@@ -45,7 +45,8 @@ def root_meta(path: Path) -> dict[str, Any] | None:
         doc = json.loads(read_regular(meta, MAX_METADATA_BYTES, "store metadata"))
     except (OSError, ValueError, RecursionError):  # NotReadable is a ValueError
         return None
-    found = doc.get("attributes", {}).get(ROOT_KEY) if isinstance(doc, dict) else None
+    attrs = doc.get("attributes") if isinstance(doc, dict) else None
+    found = attrs.get(ROOT_KEY) if isinstance(attrs, dict) else None
     return found if isinstance(found, dict) else None
 
 

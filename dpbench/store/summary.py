@@ -15,6 +15,7 @@ import numpy as np
 
 from ..core.errors import StoreError
 from ..core.schema import CUBE_SCHEMA_VERSION, DONE, FAILED, NOT_APPLICABLE, PENDING
+from .integrity import load_metadata
 from .paths import AUDIT_GROUP, EXP_KEY, STAGING_SUFFIX, SUMMARY_KEY, root_meta, status_files
 from .record import SuiteRecord
 
@@ -81,12 +82,16 @@ def _json(value: Any) -> Any:
 
 
 def _attributes(group: Path) -> dict[str, Any] | None:
+    """A group's attributes read without zarr (bounded, regular files only); None when they
+    cannot be read or its dpbench entry is not a mapping (the slow path then reports why)."""
     try:
-        doc = json.loads((group / "zarr.json").read_text())
-    except (OSError, ValueError):
+        doc = load_metadata(group / "zarr.json", group.parent)
+    except StoreError:
         return None
-    attrs = doc.get("attributes") if isinstance(doc, dict) else None
-    return attrs if isinstance(attrs, dict) else None
+    attrs = doc.get("attributes")
+    if not isinstance(attrs, dict) or not isinstance(attrs.get(EXP_KEY, {}), dict):
+        return None
+    return attrs
 
 
 def finished(path: Path, suite: SuiteRecord) -> list[list[Any]] | None:

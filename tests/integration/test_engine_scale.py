@@ -291,3 +291,25 @@ def test_a_failed_probe_lets_the_next_one_go() -> None:
                            .replace("p: [1],", "p: [1], delta: [1.0e-5],"))
     tasks = list(Packer(plan_suite(declared)).tasks())
     assert None not in tasks and sum(len(t.chunks) for t in tasks) == 50
+
+
+def test_the_plan_holds_twelve_bytes_per_chunk_and_plan_states_its_peak() -> None:
+    """The documented client memory (docs/reliability.md, 'Size limits'): position and cost 4
+    bytes each, the submission order 4 (8 more while it is sorted: PLAN_BYTES_PER_CHUNK), and
+    ``dpbench plan`` states the peak; two problems are joined in (problem, grid, algorithm)
+    order."""
+    from dpbench.engine.estimate import estimate, summary_lines
+    from dpbench.engine.plan import PLAN_BYTES_PER_CHUNK
+
+    text = _trivial_suite(points=50, seeds=1).replace("[{problem: lb_lin}]",
+                                                      "[{problem: lb_lin}, {problem: lb_quad}]")
+    suite = parse_suite(text)
+    plan = plan_suite(suite)
+    ep = plan.experiments[0]
+    assert ep.flat.itemsize + ep.cost.itemsize + plan._order.itemsize == 12
+    assert PLAN_BYTES_PER_CHUNK == 12 + np.dtype(np.uint64).itemsize
+    problems = [int(np.unravel_index(f, ep.shape)[1]) for f in ep.flat]
+    assert problems == sorted(problems) and len(ep) == 100
+    lines = summary_lines(estimate(suite, plan), workers=2)
+    assert any(line.startswith("client memory for the plan: about 0 MiB at its peak (100 "
+                               f"chunks of {PLAN_BYTES_PER_CHUNK} bytes)") for line in lines)
