@@ -260,6 +260,11 @@ def _cmd_validate(args: argparse.Namespace) -> int:
               f"{est['work'] / 5e6 / 60:.2g} CPU minutes at 5·10⁶ per second (the quickstart's "
               f"rate; samplers are slower); cube values ≈ {est['store_bytes'] / 2**20:.3g} MiB "
               "uncompressed")
+        from ..engine.plan import PLAN_BYTES_PER_CHUNK
+
+        rows = sum(math.prod(e.shape[:-1]) for e in suite.experiments)
+        print(f"  client memory for the plan: at most {rows * PLAN_BYTES_PER_CHUNK / 2**20:,.0f} "
+              f"MiB ({rows:,} chunks of {PLAN_BYTES_PER_CHUNK} bytes at its peak)")
     for e in suite.experiments:
         shape = " x ".join(f"{d}={s}" for d, s in zip(e.dims, e.shape))
         print(f"  {e.name}: {shape}")

@@ -313,3 +313,19 @@ def test_the_plan_holds_twelve_bytes_per_chunk_and_plan_states_its_peak() -> Non
     lines = summary_lines(estimate(suite, plan), workers=2)
     assert any(line.startswith("client memory for the plan: about 0 MiB at its peak (100 "
                                f"chunks of {PLAN_BYTES_PER_CHUNK} bytes)") for line in lines)
+
+
+def test_validate_states_the_plan_memory_of_a_large_suite(tmp_path: Path,
+                                                          capsys: pytest.CaptureFixture[str]
+                                                          ) -> None:
+    """Before anything is planned: a suite of 10⁷ one-seed grid rows (max_cells raised) is told
+    it needs 191 MiB of client memory for its plan (20 bytes per chunk)."""
+    from dpbench.cli.main import main
+
+    suite = tmp_path / "big.yaml"
+    suite.write_text(_trivial_suite(points=10_000, seeds=1).replace(
+        "grid: {n: [4]", f"grid: {{n: {list(range(2, 1002))}").replace(
+        "seeds: 1", "seeds: 1\nmax_cells: 10000000"))
+    assert main(["validate", str(suite)]) == 0
+    out = capsys.readouterr().out
+    assert "client memory for the plan: at most 191 MiB (10,000,000 chunks of 20 bytes" in out
