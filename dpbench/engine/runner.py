@@ -271,6 +271,7 @@ def drive_tasks(tasks: Iterable[Any], record_run: Callable[[dict[str, Any]], Non
     started = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
     t0 = time.perf_counter()
     interrupted = ""
+    hosts: dict[str, dict[str, float]] = {}
     stream = iter(tasks)
     first = next(stream, _END)
     buffer = _WriteBuffer(write, summary, bar, on_result)
@@ -295,6 +296,7 @@ def drive_tasks(tasks: Iterable[Any], record_run: Callable[[dict[str, Any]], Non
                     if packer is not None:
                         packer.observe(spec, res)
                     bar.observe(spec.chunks, kind.seconds(res))
+                    _count_host(hosts, getattr(res, "host", ""), kind.seconds(res))
                     buffer.add(spec, res)
                 summary.backend = backend.description  # it may tell what happened meanwhile
                 buffer.flush()  # before the cluster closes (which can take seconds)
@@ -314,7 +316,19 @@ def drive_tasks(tasks: Iterable[Any], record_run: Callable[[dict[str, Any]], Non
                           "cells_failed": summary.failed,
                           **({"grown": summary.grown} if getattr(summary, "grown", None) else {}),
                           **({"timings": packer.timings()} if packer is not None else {}),
+                          **({"hosts": hosts} if hosts else {}),
                           **({"interrupted": interrupted} if interrupted else {})})
+
+
+def _count_host(hosts: dict[str, dict[str, float]], host: str, seconds: float) -> None:
+    """One more task computed on ``host`` (the worker's hostname) in ``seconds`` of worker time:
+    the run log's ``hosts`` (docs/clusters.md, 'Multi-node'). Tasks the backend could not
+    compute carry no host and are not counted."""
+    if not host:
+        return
+    row = hosts.setdefault(host, {"tasks": 0, "worker_s": 0.0})
+    row["tasks"] += 1
+    row["worker_s"] = round(row["worker_s"] + seconds, 3)
 
 
 def run_suite(suite: Suite, store: str | os.PathLike[str], *, scheduler: str | None = None,

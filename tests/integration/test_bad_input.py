@@ -276,6 +276,8 @@ BAD_INPUTS: tuple[Bad, ...] = (
     Bad("backend-unknown", "--backend nope", "invalid choice", GOOD, args=("--backend", "nope")),
     Bad("scheduler-malformed", "--scheduler without a port", "not a dask scheduler address",
         GOOD, args=("--scheduler", "not an address")),
+    Bad("scheduler-scheme", "--scheduler with an unknown scheme", "unknown address scheme",
+        GOOD, args=("--scheduler", "nonsense://x")),
     Bad("scheduler-refused", "--scheduler nobody listens on", "cannot reach the scheduler",
         GOOD, args=("--scheduler", "tcp://127.0.0.1:{port}"), setup=_free_port),
     Bad("scheduler-not-dask", "--scheduler that does not speak dask",

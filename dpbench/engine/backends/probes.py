@@ -67,6 +67,7 @@ def check_scheduler_address(address: str, source: str,
     except (ValueError, TypeError) as exc:
         raise UserInputError(f"{source} {address!r:.200}: not a dask scheduler address ({exc}); "
                              f"{example}") from None
+    _check_scheme(address, source, scheme)
     if scheme in ("tcp", "tls"):
         try:
             socket.create_connection((host, int(port)), timeout=timeout).close()
@@ -77,6 +78,25 @@ def check_scheduler_address(address: str, source: str,
                                  "is the address right?") from None
         _handshake(address, source, timeout)
     return address
+
+
+#: Address schemes that cannot name a scheduler in another process: ``inproc://`` is dask's
+#: in-process transport.
+_IN_PROCESS_SCHEMES = frozenset({"inproc"})
+
+
+def _check_scheme(address: str, source: str, scheme: str) -> None:
+    """``scheme`` is one of the comm backends this dask knows (``tcp``, ``tls``, ...); anything
+    else would fail inside ``Client`` with a traceback after the store is created."""
+    import distributed.comm  # noqa: F401  (registers the built-in backends)
+    from distributed.comm.registry import backends
+
+    allowed = sorted(set(backends) - _IN_PROCESS_SCHEMES)
+    if scheme not in allowed:
+        what = ("names a scheduler inside one process only" if scheme in _IN_PROCESS_SCHEMES
+                else f"unknown address scheme {scheme!r}")
+        raise UserInputError(f"{source} {address!r:.200}: {what}; allowed schemes: "
+                             f"{', '.join(f'{s}://' for s in allowed)} (e.g. tcp://HOST:8786)")
 
 
 def _handshake(address: str, source: str, timeout: float) -> None:
