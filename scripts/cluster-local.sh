@@ -76,6 +76,9 @@ need_tools() {
     exit 3
   fi
   if [[ $(id -u) != 0 ]]; then log "needs root (namespaces, daemons)"; exit 3; fi
+  if ! unshare --net --uts --mount true 2>/dev/null; then
+    log "this kernel (or container) does not allow network, UTS and mount namespaces"; exit 3
+  fi
 }
 
 write_files() {
