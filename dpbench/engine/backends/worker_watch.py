@@ -99,6 +99,13 @@ class WorkerWatch:
         except Exception:  # noqa: BLE001 (a lost scheduler is the result loop's business)
             return None
 
+    def _loopback(self) -> str:
+        """Why no worker on another host may connect: the scheduler's address is a loopback one."""
+        from .probes import loopback_hint
+
+        address = getattr(getattr(self.client, "scheduler", None), "address", None)
+        return loopback_hint(address) if isinstance(address, str) else ""
+
     def _loop(self) -> None:
         since: float | None = None
         next_note = self.note_every_s
@@ -114,7 +121,8 @@ class WorkerWatch:
             ids = job_ids(self.cluster)
             states = slurm_states(ids) if slurm else {}
             detail = (describe(states, len(ids)) if slurm else
-                      f"{len(ids)} worker job(s) submitted" if ids else "")
+                      f"{len(ids)} worker job(s) submitted" if ids else "") + self._loopback()
+            detail = detail.strip()
             pending = [r for s, r in states.values() if s == "PENDING"]
             hopeless = bool(pending) and len(pending) == len(states) and \
                 all(r in HOPELESS_SLURM_REASONS for r in pending)
