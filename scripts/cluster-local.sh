@@ -265,9 +265,24 @@ stop() {
     ip netns del "$PREFIX-$n" 2>/dev/null || true
   done
   kill_pidfile "$STATE/pids/munged.pid"
-  [[ -e $STATE/created-bridge ]] && ip link del "$BRIDGE" 2>/dev/null || true
+  if [[ -e $STATE/created-bridge ]]; then
+    for _ in $(seq 1 20); do
+      ip link del "$BRIDGE" 2>/dev/null || true
+      ip link show "$BRIDGE" >/dev/null 2>&1 || break
+      sleep 0.2
+    done
+  fi
   [[ -e $STATE/created-etc-slurm ]] && rmdir /etc/slurm 2>/dev/null || true
   rm -rf "$STATE"
+  leftovers
+}
+
+# What of this prefix's namespaces and links is still there after stop (exit 1 if anything).
+leftovers() {
+  local left
+  left=$( { ip netns list | awk -v p="$PREFIX-" 'index($1, p) == 1 {print "netns " $1}'
+            ip -o link | awk -F': ' -v p="$PREFIX" 'index($2, p) == 1 {print "link " $2}'; } )
+  if [[ -n $left ]]; then log "left behind: $(paste -sd' ' <<< "$left")"; exit 1; fi
   log "stopped"
 }
 
