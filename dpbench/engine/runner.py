@@ -275,10 +275,12 @@ def drive_tasks(tasks: Iterable[Any], record_run: Callable[[dict[str, Any]], Non
     stream = iter(tasks)
     first = next(stream, _END)
     buffer = _WriteBuffer(write, summary, bar, on_result)
+    used: list[Any] = []  # the backend, once open: what it saw of its workers
     try:
         if first is not _END:
             with (contextlib.nullcontext(opened) if opened is not None
                   else open_backend(connection)) as backend:
+                used.append(backend)
                 summary.backend = backend.description
                 if packer is not None:
                     packer.capacity = backend.capacity
@@ -310,6 +312,7 @@ def drive_tasks(tasks: Iterable[Any], record_run: Callable[[dict[str, Any]], Non
     finally:
         bar.close()
         summary.seconds = time.perf_counter() - t0
+        workers = getattr(used[0], "workers", None) if used else None
         record_run({**({"command": command} if command else {}),
                           "started_utc": started, "seconds": round(summary.seconds, 3),
                           "backend": summary.backend, "cells_computed": summary.computed,
@@ -317,6 +320,7 @@ def drive_tasks(tasks: Iterable[Any], record_run: Callable[[dict[str, Any]], Non
                           **({"grown": summary.grown} if getattr(summary, "grown", None) else {}),
                           **({"timings": packer.timings()} if packer is not None else {}),
                           **({"hosts": hosts} if hosts else {}),
+                          **({"workers": workers} if workers else {}),
                           **({"interrupted": interrupted} if interrupted else {})})
 
 
