@@ -21,6 +21,8 @@ from __future__ import annotations
 
 import sys
 import threading
+import time
+from collections.abc import Callable
 from typing import Any
 
 #: Lost and joined workers listed individually in the run log (beyond: counted only).
@@ -37,11 +39,10 @@ def _why(msg: dict[str, Any], ttl: str) -> str:
 
 
 class WorkerLog:
-    """Workers lost, retired and joined since :meth:`start` (module docstring)."""
+    """Workers lost, retired and joined since the first :meth:`observe` (module docstring);
+    ``elapsed`` gives the seconds into the run (default: since construction)."""
 
-    def __init__(self, client: Any, elapsed: Any = None) -> None:
-        import time
-
+    def __init__(self, client: Any, elapsed: Callable[[], float] | None = None) -> None:
         self.client = client
         self._t0 = time.monotonic()
         self._clock = elapsed or (lambda: time.monotonic() - self._t0)
