@@ -123,3 +123,9 @@ class SpinCell(SleepCell):
         spin(float(self.seconds))
         return Release(np.asarray(problem.constraint.center(data.p), dtype=float),
                        PrivacyLedger.non_private())
+
+
+def noop_task(task: Any) -> int:
+    """A task function that computes nothing: the chunks it was sent (benchmarks/
+    bench_scheduler_cost.py: the cost of a task to the scheduler, not to the worker)."""
+    return len(task.chunks)

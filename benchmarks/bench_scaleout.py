@@ -473,7 +473,7 @@ cluster:
     walltime: "00:30:00"
     worker_extra_args: ["--lifetime", "25m", "--lifetime-stagger", "2m"]
     job_script_prologue: {prologue}
-    log_directory: {logdir}
+    log_directory: {logdir}{interface}
 scale: {{jobs: {jobs}}}
 dask_config: {{distributed.scheduler.dashboard.tasks.task-stream-length: 1000000}}
 """
@@ -505,6 +505,7 @@ def slurm_runs(args: argparse.Namespace) -> list[dict[str, Any]]:
         profile.write_text(SLURM_PROFILE.format(
             jobs=args.slurm_jobs, per_job=args.slurm_workers_per_job, queue=args.slurm_queue,
             memory=args.slurm_memory, logdir=Path(tmp) / "jobs",
+            interface=f"\n    interface: {args.slurm_interface}" if args.slurm_interface else "",
             prologue=json.dumps([f"export PYTHONPATH={os.environ['PYTHONPATH']}",
                                  "export OPENBLAS_NUM_THREADS=1",
                                  *(f"export {k}={v}" for k, v in lean_env().items()
@@ -607,6 +608,9 @@ def main() -> None:
     ap.add_argument("--slurm-workers-per-job", type=int, default=16)
     ap.add_argument("--slurm-memory", default="8GB", help="dask memory per job (all its workers)")
     ap.add_argument("--slurm-queue", default=os.environ.get("DPBENCH_SLURM_PARTITION", "dpbench"))
+    ap.add_argument("--slurm-interface", default=None,
+                    help="the network interface the nodes share (dpb0 on the multi-node cluster "
+                         "of scripts/cluster-local.sh; docs/clusters.md, 'Multi-node')")
     ap.add_argument("--json", type=Path, help="write every figure to this file")
     args = ap.parse_args()
     _sleep_plugin.register()

@@ -8,7 +8,9 @@
 # Needs Debian's slurm-wlm and munge (apt-get install slurm-wlm munge; the packages do not start
 # any service) and root. No cgroup plugins (proctrack/linuxproc, task/none), so it also runs in
 # containers. Idempotent: start leaves running daemons alone; stop kills only what start started
-# (marker files in $DPBENCH_SLURM_DIR, default /tmp/dpbench-slurm). Exit 3 when SLURM is not
+# (marker files in $DPBENCH_SLURM_DIR, default /tmp/dpbench-slurm). Daemons are found by their pid
+# files, not by name, so the multi-node cluster of scripts/cluster-local.sh (its own slurmctld,
+# slurmds and munged, in namespaces) may run at the same time. Exit 3 when SLURM is not
 # installed (callers skip), 1 when the node does not come up. docs/clusters.md, 'A local SLURM'.
 set -euo pipefail
 
@@ -20,7 +22,25 @@ PARTITION=${DPBENCH_SLURM_PARTITION:-dpbench}
 
 log() { echo "slurm-local: $*" >&2; }
 
-running() { pgrep -x "$1" >/dev/null 2>&1; }
+MUNGE_PID=/run/munge/munged.pid
+
+# Whether the daemon of pid file $1 is running (this cluster's daemon: never one of another
+# cluster's of the same name).
+running() {
+  local pid
+  pid=$(cat "$1" 2>/dev/null || true)
+  [[ -n $pid ]] && kill -0 "$pid" 2>/dev/null
+}
+
+# Stop the daemon of pid file $1 (bounded wait).
+stop_pidfile() {
+  local pid _
+  pid=$(cat "$1" 2>/dev/null || true)
+  [[ -n $pid ]] || return 0
+  kill "$pid" 2>/dev/null || return 0
+  for _ in $(seq 1 50); do kill -0 "$pid" 2>/dev/null || return 0; sleep 0.1; done
+  kill -9 "$pid" 2>/dev/null || true
+}
 
 write_conf() {
   local cpus mem
@@ -62,7 +82,7 @@ EOF
 }
 
 start_munge() {
-  if running munged; then return; fi
+  if running "$MUNGE_PID" && [[ -S /run/munge/munge.socket.2 ]]; then return; fi
   mkdir -p /etc/munge /run/munge /var/lib/munge /var/log/munge
   if [[ ! -s /etc/munge/munge.key ]]; then
     dd if=/dev/urandom of=/etc/munge/munge.key bs=1024 count=1 status=none
@@ -85,8 +105,8 @@ start() {
   mkdir -p "$STATE"
   write_conf
   start_munge
-  if ! running slurmctld; then slurmctld && touch "$STATE/started-slurmctld"; fi
-  if ! running slurmd; then slurmd && touch "$STATE/started-slurmd"; fi
+  if ! running "$STATE/slurmctld.pid"; then slurmctld && touch "$STATE/started-slurmctld"; fi
+  if ! running "$STATE/slurmd.pid"; then slurmd && touch "$STATE/started-slurmd"; fi
   # Each query is bounded: a controller that is not answering (stopped by hand, stale state)
   # would otherwise make every sinfo wait out SLURM's message timeout, 60 times over.
   for _ in $(seq 1 60); do
@@ -102,16 +122,22 @@ start() {
 }
 
 stop() {
-  if [[ -f $STATE/started-slurmd ]]; then pkill -x slurmd || true; rm -f "$STATE/started-slurmd"; fi
-  if [[ -f $STATE/started-slurmctld ]]; then
-    pkill -x slurmctld || true; rm -f "$STATE/started-slurmctld"
+  if [[ -f $STATE/started-slurmd ]]; then
+    stop_pidfile "$STATE/slurmd.pid"; rm -f "$STATE/started-slurmd"
   fi
-  if [[ -f $STATE/started-munged ]]; then pkill -x munged || true; rm -f "$STATE/started-munged"; fi
+  if [[ -f $STATE/started-slurmctld ]]; then
+    stop_pidfile "$STATE/slurmctld.pid"; rm -f "$STATE/started-slurmctld"
+  fi
+  if [[ -f $STATE/started-munged ]]; then
+    stop_pidfile "$MUNGE_PID"; rm -f "$STATE/started-munged"
+  fi
 }
 
 status() {
+  local d f
   for d in munged slurmctld slurmd; do
-    if running "$d"; then echo "$d: running"; else echo "$d: stopped"; fi
+    f=$STATE/$d.pid; [[ $d == munged ]] && f=$MUNGE_PID
+    if running "$f"; then echo "$d: running"; else echo "$d: stopped"; fi
   done
   timeout 5 sinfo 2>/dev/null || true
 }

@@ -271,13 +271,16 @@ def drive_tasks(tasks: Iterable[Any], record_run: Callable[[dict[str, Any]], Non
     started = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
     t0 = time.perf_counter()
     interrupted = ""
+    hosts: dict[str, dict[str, float]] = {}
     stream = iter(tasks)
     first = next(stream, _END)
     buffer = _WriteBuffer(write, summary, bar, on_result)
+    used: list[Any] = []  # the backend, once open: what it saw of its workers
     try:
         if first is not _END:
             with (contextlib.nullcontext(opened) if opened is not None
                   else open_backend(connection)) as backend:
+                used.append(backend)
                 summary.backend = backend.description
                 if packer is not None:
                     packer.capacity = backend.capacity
@@ -295,6 +298,7 @@ def drive_tasks(tasks: Iterable[Any], record_run: Callable[[dict[str, Any]], Non
                     if packer is not None:
                         packer.observe(spec, res)
                     bar.observe(spec.chunks, kind.seconds(res))
+                    _count_host(hosts, getattr(res, "host", ""), kind.seconds(res))
                     buffer.add(spec, res)
                 summary.backend = backend.description  # it may tell what happened meanwhile
                 buffer.flush()  # before the cluster closes (which can take seconds)
@@ -308,13 +312,27 @@ def drive_tasks(tasks: Iterable[Any], record_run: Callable[[dict[str, Any]], Non
     finally:
         bar.close()
         summary.seconds = time.perf_counter() - t0
+        workers = getattr(used[0], "workers", None) if used else None
         record_run({**({"command": command} if command else {}),
                           "started_utc": started, "seconds": round(summary.seconds, 3),
                           "backend": summary.backend, "cells_computed": summary.computed,
                           "cells_failed": summary.failed,
                           **({"grown": summary.grown} if getattr(summary, "grown", None) else {}),
                           **({"timings": packer.timings()} if packer is not None else {}),
+                          **({"hosts": hosts} if hosts else {}),
+                          **({"workers": workers} if workers else {}),
                           **({"interrupted": interrupted} if interrupted else {})})
+
+
+def _count_host(hosts: dict[str, dict[str, float]], host: str, seconds: float) -> None:
+    """One more task computed on ``host`` (the worker's hostname) in ``seconds`` of worker time:
+    the run log's ``hosts`` (docs/clusters.md, 'Multi-node'). Tasks the backend could not
+    compute carry no host and are not counted."""
+    if not host:
+        return
+    row = hosts.setdefault(host, {"tasks": 0, "worker_s": 0.0})
+    row["tasks"] += 1
+    row["worker_s"] = round(row["worker_s"] + seconds, 3)
 
 
 def run_suite(suite: Suite, store: str | os.PathLike[str], *, scheduler: str | None = None,

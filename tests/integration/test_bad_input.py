@@ -276,6 +276,8 @@ BAD_INPUTS: tuple[Bad, ...] = (
     Bad("backend-unknown", "--backend nope", "invalid choice", GOOD, args=("--backend", "nope")),
     Bad("scheduler-malformed", "--scheduler without a port", "not a dask scheduler address",
         GOOD, args=("--scheduler", "not an address")),
+    Bad("scheduler-scheme", "--scheduler with an unknown scheme", "unknown address scheme",
+        GOOD, args=("--scheduler", "nonsense://x")),
     Bad("scheduler-refused", "--scheduler nobody listens on", "cannot reach the scheduler",
         GOOD, args=("--scheduler", "tcp://127.0.0.1:{port}"), setup=_free_port),
     Bad("scheduler-not-dask", "--scheduler that does not speak dask",
@@ -300,6 +302,20 @@ BAD_INPUTS: tuple[Bad, ...] = (
                        " processes: 1, memory: 1GB, queue: CHANGE-ME-partition, walltime: "
                        "'01:00:00', worker_extra_args: [--lifetime, 50m, --lifetime-stagger, "
                        "4m]}}")),
+    Bad("profile-interface", "--cluster SLURM profile naming an interface this machine lacks",
+        "is not a network interface of this machine", GOOD,
+        args=("--cluster", "{dir}/profile.yaml"),
+        setup=_profile("cluster: {module: dask_jobqueue, class: SLURMCluster, kwargs: {cores: 1,"
+                       " processes: 1, memory: 1GB, queue: q, interface: nosuch0, walltime: "
+                       "'01:00:00', worker_extra_args: [--lifetime, 50m, --lifetime-stagger, "
+                       "4m]}}")),
+    Bad("profile-loopback", "--cluster SLURM profile whose scheduler listens on 127.0.0.1",
+        "which worker jobs on other nodes cannot connect to", GOOD,
+        args=("--cluster", "{dir}/profile.yaml"),
+        setup=_profile("cluster: {module: dask_jobqueue, class: SLURMCluster, kwargs: {cores: 1,"
+                       " processes: 1, memory: 1GB, queue: no-such-partition, walltime: "
+                       "'01:00:00', scheduler_options: {host: 127.0.0.1}, worker_extra_args: "
+                       "[--lifetime, 50m, --lifetime-stagger, 4m]}}")),
     Bad("profile-no-sbatch", "--cluster SLURM profile on a machine without sbatch",
         "which is not on this machine's PATH", GOOD, args=("--cluster", "{dir}/profile.yaml"),
         setup=lambda d: (_profile(

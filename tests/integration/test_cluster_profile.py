@@ -392,3 +392,20 @@ def test_a_cluster_without_workers_ends_the_run_after_worker_timeout_s(
     runs = json.loads((store / "zarr.json").read_text())["attributes"][ROOT_KEY]["runs"]
     assert "NoWorkers" in runs[-1]["interrupted"]
     assert not Path(f"{store}.lock").exists()
+
+
+def test_the_multinode_profile_is_slurm_yaml_filled_in_for_the_namespace_cluster(
+        tmp_path: Path) -> None:
+    """cluster/slurm-multinode.yaml (scripts/cluster-local.sh) validates offline and differs from
+    cluster/slurm.yaml only in what a user fills in for a site (docs/clusters.md, 'Multi-node')."""
+    shipped = load_profile(_filled(tmp_path, "slurm"))
+    multi = load_profile(ROOT / "cluster" / "slurm-multinode.yaml")
+    site = {"queue", "account", "memory", "job_extra_directives", "job_script_prologue", "python",
+            "interface"}
+    assert {k: v for k, v in multi.kwargs.items() if k not in site} == \
+        {k: v for k, v in shipped.kwargs.items() if k not in site}
+    assert multi.kwargs["queue"] == "multi" and multi.kwargs["interface"] == "dpb0"
+    assert "account" not in multi.kwargs
+    assert multi.dask_config == shipped.dask_config
+    assert multi.adapt == {**shipped.adapt, "maximum_jobs": 3}
+

@@ -373,3 +373,21 @@ def test_forked_workers_compute_while_the_local_cluster_starts(
     assert_cubes_identical(ref, tmp_path / "s.zarr", ["e"])
     runs = Store.open(tmp_path / "s.zarr").root.attrs[ROOT_KEY]["runs"]
     assert "before it was up" in runs[-1]["backend"]
+
+
+def test_the_run_log_counts_tasks_and_worker_seconds_per_host(tmp_path: Path) -> None:
+    """``runs[-1].hosts``: every computed task once, under the hostname of the worker that
+    computed it (docs/clusters.md, 'Multi-node')."""
+    import socket
+
+    from tests.support.cubes import TINY_SUITE
+
+    results: list[Any] = []
+    summary = run_suite(parse_suite(TINY_SUITE), tmp_path / "h.zarr", backend="forked",
+                        workers=2, progress=False, on_result=results.append)
+    run = Store.open(tmp_path / "h.zarr").root.attrs[ROOT_KEY]["runs"][-1]
+    assert list(run["hosts"]) == [socket.gethostname()]
+    row = run["hosts"][socket.gethostname()]
+    assert row["tasks"] == len(results) > 1
+    assert row["worker_s"] == pytest.approx(sum(r.seconds for r in results), abs=0.01)
+    assert 0 < row["worker_s"] <= summary.seconds * 2 + 1

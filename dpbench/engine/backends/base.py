@@ -120,11 +120,13 @@ class Connection:
             return
         from .cluster_class import cluster_class, load_profile
         from .job_checks import check_job_accepted, check_submit_command
+        from .network import check_profile_network
         from .probes import check_cluster_source
 
         if self.profile is not None:
             prof = load_profile(self.profile)
             cluster_class(prof, self.profile)
+            check_profile_network(prof, self.profile)
             check_submit_command(prof, self.profile)
             check_job_accepted(prof, self.profile)
         check_cluster_source(self.scheduler, self.scheduler_file)

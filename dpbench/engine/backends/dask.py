@@ -26,6 +26,7 @@ from .base import END, IDLE, IDLE_EVERY_S, TaskFailed, fork_available, next_task
 from .cluster_class import cluster_class, load_profile
 from .forked import ForkedWorkers
 from .inline import InlineBackend
+from .worker_log import WorkerLog
 from .worker_watch import WorkerWatch
 
 T = TypeVar("T")
@@ -118,6 +119,9 @@ class DaskBackend:
         self.cluster, self.worker_timeout_s = cluster, worker_timeout_s
         self._threads, self._threads_at = 0, -1e9
         self._starting = starting
+        #: Workers lost, retired and joined while the run was in flight (the run log's
+        #: ``workers``: :meth:`.worker_log.WorkerLog.summary`).
+        self.workers: dict[str, Any] = {}
         #: Worker seconds of work not yet submitted (set by the runner from its packer): whether
         #: the embedded default's LocalCluster is worth starting.
         self.work_left: Callable[[], float] | None = None
@@ -221,8 +225,15 @@ class DaskBackend:
                 pass
 
         fill()
-        with WorkerWatch(client, self.cluster, self.worker_timeout_s, give_up) as watch:
-            yield from self._consume(ac, specs, futures, fill, watch)
+        log = WorkerLog(client)
+        with contextlib.suppress(Exception):  # else the watch's first poll sets the start
+            log.observe(set(client.nthreads()))
+        with WorkerWatch(client, self.cluster, self.worker_timeout_s, give_up, log=log) as watch:
+            try:
+                yield from self._consume(ac, specs, futures, fill, watch)
+            finally:
+                self.workers = log.summary()
+        self.description += log.describe()
 
     def _while_starting(self, run: Callable[[T], Any], queue: Iterator[T | None]
                         ) -> Generator[tuple[T, Any] | Any, None, bool]:

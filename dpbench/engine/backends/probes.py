@@ -67,6 +67,7 @@ def check_scheduler_address(address: str, source: str,
     except (ValueError, TypeError) as exc:
         raise UserInputError(f"{source} {address!r:.200}: not a dask scheduler address ({exc}); "
                              f"{example}") from None
+    _check_scheme(address, source, scheme)
     if scheme in ("tcp", "tls"):
         try:
             socket.create_connection((host, int(port)), timeout=timeout).close()
@@ -74,9 +75,48 @@ def check_scheduler_address(address: str, source: str,
             reason = getattr(exc, "strerror", None) or str(exc) or type(exc).__name__
             raise UserInputError(f"{source} {address!r:.200}: cannot reach the scheduler "
                                  f"({reason}; waited at most {timeout:g} s); is it running and "
-                                 "is the address right?") from None
+                                 f"is the address right?{loopback_hint(address)}") from None
         _handshake(address, source, timeout)
     return address
+
+
+#: Address schemes that cannot name a scheduler in another process: ``inproc://`` is dask's
+#: in-process transport.
+_IN_PROCESS_SCHEMES = frozenset({"inproc"})
+
+
+def _check_scheme(address: str, source: str, scheme: str) -> None:
+    """``scheme`` is one of the comm backends this dask knows (``tcp``, ``tls``, ...); anything
+    else would fail inside ``Client`` with a traceback after the store is created."""
+    import distributed.comm  # noqa: F401  (registers the built-in backends)
+    from distributed.comm.registry import backends
+
+    allowed = sorted(set(backends) - _IN_PROCESS_SCHEMES)
+    if scheme not in allowed:
+        what = ("names a scheduler inside one process only" if scheme in _IN_PROCESS_SCHEMES
+                else f"unknown address scheme {scheme!r}")
+        raise UserInputError(f"{source} {address!r:.200}: {what}; allowed schemes: "
+                             f"{', '.join(f'{s}://' for s in allowed)} (e.g. tcp://HOST:8786)")
+
+
+def loopback_hint(address: str) -> str:
+    """A sentence for an address that is a loopback one (``tcp://127.0.0.1:8786``): it names
+    a scheduler on the host that uses it, so a scheduler on another host that advertises it
+    (started with ``--host 127.0.0.1``, or on a host whose hostname resolves to 127.0.0.1) is
+    out of reach there, and so are its workers; '' otherwise."""
+    from distributed.comm.addressing import get_address_host
+
+    from .network import is_loopback
+
+    try:
+        host = get_address_host(address)
+    except (ValueError, TypeError):
+        return ""
+    if not is_loopback(host):
+        return ""
+    return (f" ({host} is a loopback address: only processes on the scheduler's own host "
+            "can connect to it; start the scheduler with --interface or --host naming the "
+            "network the client and workers share)")
 
 
 def _handshake(address: str, source: str, timeout: float) -> None:

@@ -21,7 +21,10 @@ import sys
 import threading
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .worker_log import WorkerLog
 
 #: SLURM pending reasons that mean the job will not start without someone changing it.
 HOPELESS_SLURM_REASONS = frozenset({
@@ -77,8 +80,10 @@ class WorkerWatch:
 
     def __init__(self, client: Any, cluster: Any, timeout_s: float,
                  give_up: Callable[[], None], poll_s: float = 2.0,
-                 note_every_s: float = 60.0) -> None:
+                 note_every_s: float = 60.0, log: WorkerLog | None = None) -> None:
         self.client, self.cluster, self.timeout_s = client, cluster, timeout_s
+        #: Told the connected workers at every poll: which were lost and joined (worker_log).
+        self.log = log
         self.give_up, self.poll_s, self.note_every_s = give_up, poll_s, note_every_s
         self.reason: str | None = None
         self._stop = threading.Event()
@@ -92,12 +97,24 @@ class WorkerWatch:
     def __exit__(self, *exc: object) -> None:
         self._stop.set()
         self._thread.join(timeout=30)
+        if self.log is not None and exc[0] is None:
+            self._workers()  # changes since the last poll
 
     def _workers(self) -> int | None:
         try:
-            return len(self.client.nthreads())
+            workers = set(self.client.nthreads())
         except Exception:  # noqa: BLE001 (a lost scheduler is the result loop's business)
             return None
+        if self.log is not None:
+            self.log.observe(workers)
+        return len(workers)
+
+    def _loopback(self) -> str:
+        """Why no worker on another host may connect: the scheduler's address is a loopback one."""
+        from .probes import loopback_hint
+
+        address = getattr(getattr(self.client, "scheduler", None), "address", None)
+        return loopback_hint(address) if isinstance(address, str) else ""
 
     def _loop(self) -> None:
         since: float | None = None
@@ -114,7 +131,8 @@ class WorkerWatch:
             ids = job_ids(self.cluster)
             states = slurm_states(ids) if slurm else {}
             detail = (describe(states, len(ids)) if slurm else
-                      f"{len(ids)} worker job(s) submitted" if ids else "")
+                      f"{len(ids)} worker job(s) submitted" if ids else "") + self._loopback()
+            detail = detail.strip()
             pending = [r for s, r in states.values() if s == "PENDING"]
             hopeless = bool(pending) and len(pending) == len(states) and \
                 all(r in HOPELESS_SLURM_REASONS for r in pending)
