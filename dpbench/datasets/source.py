@@ -25,7 +25,7 @@ import contextvars
 import functools
 import hashlib
 import os
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -41,8 +41,8 @@ from .prepare import Prepared, prepare
 #: Largest dataset file read (a data file beyond it is refused, never read whole into memory).
 MAX_DATASET_BYTES = 2 * 2**30
 
-__all__ = ["FILE_KINDS", "KINDS", "Loaded", "Spec", "identity", "load", "load_prepared",
-           "locate", "parse"]
+__all__ = ["FILE_KINDS", "KINDS", "Loaded", "Spec", "file_paths", "identity", "load",
+           "load_prepared", "locate", "parse"]
 
 FILE_KINDS: tuple[str, ...] = ("csv", "npz", "svmlight")
 KINDS: tuple[str, ...] = ("sklearn", *FILE_KINDS)
@@ -88,6 +88,20 @@ def locate(value: Any, base: Path) -> Any:
     if not path.is_absolute():
         path = Path(base) / path
     return f"{spec.kind}:{os.path.normpath(path)}"
+
+
+def file_paths(values: Iterable[Any]) -> list[str]:
+    """The paths of the data files named among ``values`` (sorted, each once)."""
+    out = set()
+    for value in values:
+        if isinstance(value, str):
+            try:
+                spec = parse(value)
+            except DatasetError:
+                continue
+            if spec.is_file:
+                out.add(spec.target)
+    return sorted(out)
 
 
 def identity(value: Any) -> Any:

@@ -37,6 +37,7 @@ from ..store.lock import StoreLock
 from ..store.paths import check_store_path
 from ..store.record import SuiteRecord
 from ..store.summary import Counts, experiment_counts, finished, stored_expectations
+from ..datasets.source import file_paths
 from .backends import Connection, open_backend
 from .backends.base import IDLE, TaskFailed
 from .cells import TaskResult, run_task
@@ -355,6 +356,8 @@ def run_suite(suite: Suite, store: str | os.PathLike[str], *, scheduler: str | N
     path = Path(store)
     connection = Connection(backend, workers, scheduler, scheduler_file, profile)
     connection.check()
+    connection.check_data(file_paths(v for e in suite.experiments for spec in e.problems
+                                     for v in spec.params.values()))
     record = suite_record(suite, stored_expectations(path))
     if not restart and not only:
         rows = finished(path, record)

@@ -223,3 +223,36 @@ def _alive(pid: int) -> bool:
     except ProcessLookupError:
         return False
     return Path(f"/proc/{pid}/stat").read_text().split()[2] != "Z"
+
+
+_CSV = "a,b,label\n" + "".join(f"{i % 3}.5,{i}.25,{i % 2}\n" for i in range(12))
+
+
+@requires_cluster
+def test_a_data_file_only_on_the_client_is_refused_before_the_store(
+        shared: Path, scheduler: tuple[str, Path]) -> None:
+    """A data file in the login node's private /tmp: the client reads it, the workers on node1
+    and node2 cannot; the run is refused with exit 2 naming the file and the workers' hosts, and
+    no store is created (before: every cell failed on the workers)."""
+    address, _ = scheduler
+    where = f"/tmp/dpb-data-{shared.name}"
+    made = _on("login", "mkdir", "-p", where, timeout=30)
+    assert made.returncode == 0, made.stderr
+    subprocess.run([str(SCRIPT), "exec", "login", "sh", "-c", f"cat > {where}/d.csv"],
+                   input=_CSV, text=True, check=True, cwd=ROOT, timeout=30)
+    (shared / "data.yaml").write_text(f"""\
+name: data
+root_seed: 1
+seeds: 2
+experiments:
+  - name: d
+    problems: [{{problem: real_logistic, params: {{dataset: "csv:{where}/d.csv"}}}}]
+    algorithms: [{{algorithm: nonprivate_erm}}]
+    grid: {{n: [6], p: [2], epsilon: [1.0]}}
+""")
+    store = shared / "data.zarr"
+    r = _on("login", str(VENV_BIN / "dpbench"), "run", str(shared / "data.yaml"), "--store",
+            str(store), "--scheduler", address, "--quiet", timeout=120)
+    assert r.returncode == 2, r.stdout[-1000:] + r.stderr[-2000:]
+    assert f"{where}/d.csv on node1, node2" in r.stderr, r.stderr
+    assert "Traceback" not in r.stderr and not store.exists()

@@ -130,3 +130,12 @@ class Connection:
             check_submit_command(prof, self.profile)
             check_job_accepted(prof, self.profile)
         check_cluster_source(self.scheduler, self.scheduler_file)
+
+    def check_data(self, paths: list[str]) -> None:
+        """Every worker of a running scheduler can read the data files ``paths``
+        (:func:`.probes.check_data_on_workers`); nothing for the other backends."""
+        if self.backend != "dask":
+            return
+        from .probes import check_data_on_workers
+
+        check_data_on_workers(self.scheduler, self.scheduler_file, paths)

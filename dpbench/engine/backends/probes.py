@@ -156,3 +156,51 @@ def check_cluster_source(scheduler: str | None, scheduler_file: str | Path | Non
                                 f"--scheduler-file {scheduler_file}: address")
     elif os.environ.get("DASK_SCHEDULER_ADDRESS"):
         check_scheduler_address(os.environ["DASK_SCHEDULER_ADDRESS"], "DASK_SCHEDULER_ADDRESS")
+
+
+def _scheduler_address(scheduler: str | None, scheduler_file: str | Path | None) -> str | None:
+    """The address a run connects to (``--scheduler``, the scheduler file's, or
+    ``DASK_SCHEDULER_ADDRESS``); None when it starts its own cluster."""
+    if scheduler is not None:
+        return scheduler
+    if scheduler_file is not None:
+        return check_scheduler_file(scheduler_file)
+    return os.environ.get("DASK_SCHEDULER_ADDRESS") or None
+
+
+def _unreadable(paths: list[str]) -> tuple[str, list[str]]:
+    """On a worker: its hostname and the ``paths`` it cannot read as regular files."""
+    return socket.gethostname(), [p for p in paths
+                                  if not (os.path.isfile(p) and os.access(p, os.R_OK))]
+
+
+#: Seconds given to connect to a running scheduler and ask its workers about the data files.
+DATA_PROBE_TIMEOUT_S = 30.0
+
+
+def check_data_on_workers(scheduler: str | None, scheduler_file: str | Path | None,
+                          paths: list[str]) -> None:
+    """With a running scheduler (``--scheduler``, ``--scheduler-file``): every worker connected
+    now can read every data file the suite names, else a :class:`UserInputError` naming the
+    worker's host and the files, before the store is touched (a file on the client's own disk
+    would otherwise fail every cell on the workers; docs/clusters.md, 'Multi-node'). Workers
+    that join later, and the worker jobs a profile starts, are not asked: their cells fail with
+    the reason if the file is missing there."""
+    address = _scheduler_address(scheduler, scheduler_file)
+    if address is None or not paths:
+        return
+    from distributed import Client
+
+    with Client(address, timeout=DATA_PROBE_TIMEOUT_S, set_as_default=False) as client:
+        answers = client.run(_unreadable, list(paths))
+    missing: dict[str, set[str]] = {}
+    for host, unread in answers.values():
+        for path in unread:
+            missing.setdefault(path, set()).add(host)
+    if missing:
+        here = socket.gethostname()
+        lines = "; ".join(f"{path} on {', '.join(sorted(hosts))}"
+                          for path, hosts in sorted(missing.items()))
+        raise UserInputError(f"data files the suite names cannot be read by the workers of "
+                             f"{address}: {lines} (the client, on {here}, reads them): put them "
+                             "on a file system every node shares, at the same path")
