@@ -357,7 +357,37 @@ def check_store(store: Path) -> None:
             for audit in _folders(store, child):
                 _check_audit(store, audit)
         else:
-            _check_experiment(store, child)
+            _check_whole(store, child)
+
+
+def _version(folder: Path) -> tuple[int, int] | None:
+    """The version of a group on disk (its directory's inode, its metadata's time; None while
+    a growth swaps it: store/growth.py)."""
+    try:
+        return os.stat(folder).st_ino, os.stat(folder / "zarr.json").st_mtime_ns
+    except OSError:
+        return None
+
+
+def _check_whole(store: Path, folder: Path) -> None:
+    """:func:`_check_experiment` on one version of the group: a run that grows the experiment
+    swaps a new group in while a reader may be checking it (store/growth.py), so a check that
+    straddles a swap is made again once, and a second is a :class:`StoreError` saying the store
+    changed under the reader (as :meth:`.cube.Store.cube` does for the data)."""
+    for _ in range(2):
+        before = _version(folder)
+        try:
+            _check_experiment(store, folder)
+        except StoreError:
+            if before is not None and _version(folder) == before:
+                raise  # the group did not change: it is damaged
+            continue
+        if before is not None and _version(folder) == before:
+            return
+    if not folder.exists():
+        return  # taken out for good between the two renames' reader checks: not listed
+    raise StoreError(f"experiment {folder.name!r} of store {str(store)!r} changed while it was "
+                     "read (a run grew it in place); run the command again")
 
 
 def _folders(store: Path, folder: Path) -> list[Path]:

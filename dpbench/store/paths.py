@@ -64,7 +64,10 @@ def check_store_files(path: Path) -> None:
     for root, dirs, files in os.walk(path, followlinks=False):
         for name in (*dirs, *files):
             entry = os.path.join(root, name)
-            st = os.lstat(entry)
+            try:
+                st = os.lstat(entry)
+            except FileNotFoundError:  # renamed away by a growth's swap meanwhile (growth.py)
+                continue
             if stat.S_ISDIR(st.st_mode):
                 continue
             what = ("a symbolic link" if stat.S_ISLNK(st.st_mode) else None
