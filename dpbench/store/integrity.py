@@ -151,7 +151,7 @@ def _short(value: Any) -> str:
 
 
 STR, INT, NUM, BOOL = Of(("str",)), Of(("int",)), Of(("number",)), Of(("bool",))
-MAPPING, ANY_LIST = Of(("mapping",)), Of(("list",))
+MAPPING = Of(("mapping",))
 OPT_STR, OPT_NUM = Of(("str", "null")), Of(("number", "null"))
 _TIMING = Fields({"seconds": NUM, "units": NUM, "cells": INT, "first_seconds": NUM,
                   "first_units": NUM, "first_tasks": INT})
@@ -198,7 +198,8 @@ def check_attributes(value: Any, spec: _Spec, where: str) -> None:
     """:class:`StoreError` naming ``where`` and the field unless ``value`` fits ``spec``."""
     found = spec.problem(value)
     if found:
-        raise StoreError(f"{where}{found[0]}: {found[1]}")
+        field = found[0][1:] if where.endswith(": ") and found[0].startswith(".") else found[0]
+        raise StoreError(f"{where}{field}: {found[1]}")
 
 
 # --- metadata documents --------------------------------------------------------------------------
@@ -291,7 +292,7 @@ def _array(store: Path, folder: Path) -> _Array:
         "codecs": ListOf(Fields({"name": STR, "configuration": MAPPING}, required=("name",))),
         "dimension_names": ListOf(STR), "storage_transformers": ListOf(MAPPING)},
         required=("shape", "data_type", "chunk_grid", "chunk_key_encoding", "codecs",
-                  "dimension_names", "fill_value")), where.rstrip(": ") + ":")
+                  "dimension_names", "fill_value")), where)
     shape, chunks = tuple(doc["shape"]), tuple(doc["chunk_grid"]["configuration"]["chunk_shape"])
     dims, dtype = tuple(doc["dimension_names"]), doc["data_type"]
 

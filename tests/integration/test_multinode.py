@@ -26,6 +26,7 @@ from dpbench.config.suite import parse_suite
 from dpbench.engine.runner import run_suite
 from dpbench.store.cube import ROOT_KEY
 from tests.support.cubes import TINY_SUITE, assert_cubes_identical
+from tests.support.failures import stop_processes
 
 ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = ROOT / "scripts" / "cluster-local.sh"
@@ -137,13 +138,7 @@ def scheduler(shared: Path) -> Iterator[tuple[str, Path]]:
         _wait_workers(shared, address, 2)
         yield address, sched_file
     finally:
-        for p in reversed(procs):
-            p.terminate()
-        for p in procs:
-            try:
-                p.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                p.kill()
+        stop_processes(list(reversed(procs)))
 
 
 def _wait_workers(shared: Path, address: str, n: int) -> None:

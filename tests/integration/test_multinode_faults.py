@@ -41,7 +41,7 @@ from dpbench.store.cube import ROOT_KEY
 from tests.integration.test_multinode import SCRIPT, SHARED, VENV_BIN, requires_cluster
 from tests.support import napping
 from tests.support.cubes import assert_cubes_identical
-from tests.support.failures import REPO_ROOT, done_cells
+from tests.support.failures import REPO_ROOT, done_cells, stop_processes
 
 pytestmark = [pytest.mark.slow, requires_cluster]
 
@@ -127,15 +127,7 @@ class FaultCluster:
                        for p in sorted(self.work.glob("*.log")))
 
     def stop(self) -> None:
-        for p in reversed(self.procs):
-            if p.poll() is None:
-                p.terminate()
-        for p in self.procs:
-            try:
-                p.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                p.kill()
-                p.wait()
+        stop_processes(list(reversed(self.procs)))
         r = self.script("stop")
         assert r.returncode == 0, r.stderr
 

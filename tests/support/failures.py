@@ -272,16 +272,7 @@ class ExternalCluster:
 
     def stop(self) -> None:
         """Terminate every process (workers first); SIGKILL what does not exit in 30 s."""
-        procs = [*self.workers, *([self.scheduler] if self.scheduler else [])]
-        for p in procs:
-            if p.poll() is None:
-                p.terminate()
-        for p in procs:
-            try:
-                p.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                p.kill()
-                p.wait()
+        stop_processes([*self.workers, *([self.scheduler] if self.scheduler else [])])
 
 
 @contextlib.contextmanager
@@ -517,3 +508,17 @@ def default_sigint() -> None:
     import signal
 
     signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
+def stop_processes(procs: list[subprocess.Popen[Any]], grace_s: float = 30.0) -> None:
+    """SIGTERM to every process still running (in the order given), then SIGKILL to each that
+    has not exited within ``grace_s``."""
+    for p in procs:
+        if p.poll() is None:
+            p.terminate()
+    for p in procs:
+        try:
+            p.wait(timeout=grace_s)
+        except subprocess.TimeoutExpired:
+            p.kill()
+            p.wait()
